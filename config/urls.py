@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView
+
+from gateway import errors
+from gateway.views import HealthView, ModelCallView, ReadyView
+
+urlpatterns = [
+    path("api.php", ModelCallView.as_view(), name="model-call"),
+    path("agent/", include("agents.urls")),
+    path("agent/", include("conversations.urls")),
+    # Anything else under /agent/ answers the envelope's 404, even with DEBUG on.
+    re_path(r"^agent/", errors.handler404),
+    path("healthz", HealthView.as_view(), name="healthz"),
+    path("readyz", ReadyView.as_view(), name="readyz"),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = errors.handler400
+handler403 = errors.handler403
+handler404 = errors.handler404
+handler500 = errors.handler500

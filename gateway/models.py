@@ -1,0 +1,136 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Scope(models.TextChoices):
+    MODEL = "model", "Model endpoint (/api.php)"
+    AGENT = "agent", "Agents (/agent/...)"
+
+
+class ApiKey(models.Model):
+    """A client credential. Only a SHA-256 digest of the secret is stored.
+
+    The plain key (``llmgw_<prefix>_<secret>``) exists once, when it is created; ``prefix``
+    finds the row and the digest of the whole key is compared in constant time.
+    """
+
+    name = models.CharField(max_length=100)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    scopes = models.JSONField(default=list, help_text='Any of "model" and "agent".')
+    allowed_models = models.JSONField(
+        default=list, blank=True, help_text="Model names this key may use; empty means all."
+    )
+    rate_limit_per_minute = models.PositiveIntegerField(
+        default=0, help_text="Requests per minute; 0 means unlimited."
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ("-created_at",)
+
+    def __str__(self) -> str:
+        return f"{self.name} (llmgw_{self.prefix}_…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class RuntimeApi(models.TextChoices):
+    OLLAMA = "ollama", "Ollama (/api/generate)"
+    OPENAI = "openai", "OpenAI-compatible completions (/v1/completions)"
+    OPENAI_CHAT = "openai-chat", "OpenAI-compatible chat (/v1/chat/completions)"
+
+
+class RuntimeEndpoint(models.Model):
+    """One model runtime server (an Ollama, llama.cpp or vLLM instance)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    base_url = models.URLField(help_text="For example http://10.0.0.5:11434 (no path).")
+    api = models.CharField(max_length=16, choices=RuntimeApi.choices, default=RuntimeApi.OLLAMA)
+    api_key = models.CharField(
+        max_length=200, blank=True, help_text="Bearer token the runtime expects, if any."
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.base_url})"
+
+
+class ModelRoute(models.Model):
+    """Serves ``model`` from ``endpoint``; several routes for one model are used in turn."""
+
+    model = models.CharField(max_length=200, db_index=True)
+    endpoint = models.ForeignKey(RuntimeEndpoint, on_delete=models.CASCADE, related_name="routes")
+    upstream_model = models.CharField(
+        max_length=200, blank=True, help_text="Name at the runtime, if it differs from model."
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ("model", "endpoint__name")
+        constraints = [
+            models.UniqueConstraint(fields=("model", "endpoint"), name="unique_model_per_endpoint")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} → {self.endpoint.name}"
+
+
+class UsageRecord(models.Model):
+    """Metadata of one model call. Never the prompt or the response text."""
+
+    class Origin(models.TextChoices):
+        API = "api", "/api.php"
+        AGENT = "agent", "Agent"
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="usage")
+    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.API)
+    job_id = models.CharField(max_length=40, blank=True, db_index=True)
+    model = models.CharField(max_length=200)
+    endpoint = models.CharField(max_length=300, blank=True)
+    status = models.PositiveSmallIntegerField()
+    error = models.CharField(max_length=50, blank=True)
+    elapsed = models.FloatField(help_text="Seconds.")
+    prompt_chars = models.PositiveIntegerField(default=0)
+    response_chars = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+        indexes = [models.Index(fields=("api_key", "created_at"), name="usage_key_created")]
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.status} {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class RateLimitWindow(models.Model):
+    """Requests of one key in one fixed one-minute window, shared by every process."""
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="+")
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("api_key", "window_start"), name="one_window_per_key"),
+            models.CheckConstraint(condition=Q(count__gte=0), name="window_count_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.api_key_id} @ {self.window_start:%H:%M}: {self.count}"

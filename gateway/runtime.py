@@ -1,0 +1,372 @@
+"""The one module that talks to model runtimes over HTTP.
+
+Two protocols: Ollama (``/api/generate``) and OpenAI-compatible (``/v1/completions``, or
+``/v1/chat/completions`` for the ``openai-chat`` kind). The prompt is sent exactly as
+given and alone: no history, and never Ollama's ``context``. Options are passed through
+under Ollama's names, or mapped to OpenAI's. Failures become the contract's errors:
+
+========================  ======  ======================
+runtime state             status  error id
+========================  ======  ======================
+unreachable / refused     502     runtime_unavailable
+answered an error         502     runtime_error
+model unknown to it       400     unknown_model
+no answer in time         504     runtime_timeout
+busy (HTTP 503)           503     runtime_busy
+========================  ======  ======================
+"""
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from django.conf import settings
+from requests.adapters import HTTPAdapter
+
+from gateway import routing
+from gateway.errors import ApiError
+from gateway.routing import Endpoint
+
+# Ollama option names that mean the same thing in the OpenAI-compatible API.
+_OPENAI_OPTION_NAMES = {"num_predict": "max_tokens"}
+# Ollama options about loading the model that a per-request OpenAI call cannot set.
+_OLLAMA_ONLY_OPTIONS = frozenset(
+    {
+        "num_ctx",
+        "num_gpu",
+        "num_thread",
+        "num_batch",
+        "main_gpu",
+        "low_vram",
+        "use_mmap",
+        "use_mlock",
+        "numa",
+        "num_keep",
+        "vocab_only",
+        "f16_kv",
+        "logits_all",
+    }
+)
+# Errors after which the next endpoint of the model is tried.
+_FAILOVER_ERRORS = frozenset({"runtime_unavailable", "runtime_busy"})
+
+
+class GenerationCancelled(Exception):
+    """Raised when ``should_stop`` turned true while the model was generating."""
+
+
+@dataclass
+class Generation:
+    text: str
+    model: str
+    endpoint: Endpoint
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def _make_session() -> requests.Session:
+    session = requests.Session()
+    adapter = HTTPAdapter(pool_connections=16, pool_maxsize=64, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+_session = _make_session()
+
+
+def _timeout() -> tuple[float, float]:
+    return (settings.RUNTIME_CONNECT_TIMEOUT, settings.RUNTIME_READ_TIMEOUT)
+
+
+def _headers(endpoint: Endpoint) -> dict[str, str]:
+    return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+
+
+def openai_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Maps Ollama option names to OpenAI's; passes the rest on unchanged."""
+    mapped: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in _OLLAMA_ONLY_OPTIONS:
+            continue
+        mapped[_OPENAI_OPTION_NAMES.get(name, name)] = value
+    mapped.setdefault("max_tokens", settings.RUNTIME_DEFAULT_MAX_TOKENS)
+    return mapped
+
+
+def _request(endpoint: Endpoint, model: str, prompt: str, options: dict, stream: bool):
+    """The (url, body) of one generate call in the endpoint's protocol."""
+    name = endpoint.model_name(model)
+    if endpoint.api == "ollama":
+        body: dict[str, Any] = {"model": name, "prompt": prompt, "stream": stream}
+        if options:
+            body["options"] = options
+        return f"{endpoint.base_url}/api/generate", body
+    body = {"model": name, "stream": stream, **openai_options(options)}
+    if endpoint.api == "openai-chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+        return f"{endpoint.base_url}/v1/chat/completions", body
+    body["prompt"] = prompt
+    return f"{endpoint.base_url}/v1/completions", body
+
+
+def _error_message(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:500]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)[:500]
+    if error:
+        return str(error)[:500]
+    return str(data)[:500]
+
+
+def _is_unknown_model(status: int, message: str) -> bool:
+    text = message.lower()
+    return (
+        status in (400, 404)
+        and "model" in text
+        and ("not found" in text or "does not exist" in text or "no such" in text)
+    )
+
+
+def _raise_for_status(response: requests.Response, endpoint: Endpoint, model: str) -> None:
+    if response.status_code == 200:
+        return
+    message = _error_message(response)
+    details = {
+        "runtime": endpoint.name,
+        "runtime_status": response.status_code,
+        "runtime_message": message,
+    }
+    if response.status_code == 503:
+        raise ApiError(
+            503, "runtime_busy", "The model runtime is busy; try again.", details=details
+        )
+    if _is_unknown_model(response.status_code, message):
+        raise ApiError(
+            400,
+            "unknown_model",
+            f"The runtime does not know the model {model!r}.",
+            details={"model": model, **details},
+        )
+    raise ApiError(
+        502, "runtime_error", "The model runtime answered with an error.", details=details
+    )
+
+
+def _transport_error(exc: requests.RequestException, endpoint: Endpoint) -> ApiError:
+    details = {"runtime": endpoint.name}
+    # requests reports a read time-out inside a stream as a ConnectionError.
+    timed_out = not isinstance(exc, requests.ConnectTimeout) and (
+        isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower()
+    )
+    if timed_out:
+        return ApiError(
+            504,
+            "runtime_timeout",
+            "The model runtime did not answer in time.",
+            details={**details, "timeout_seconds": settings.RUNTIME_READ_TIMEOUT},
+        )
+    return ApiError(
+        502, "runtime_unavailable", "The model runtime cannot be reached.", details=details
+    )
+
+
+def _parse_complete(endpoint: Endpoint, data: Any) -> tuple[str, int | None, int | None]:
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    if endpoint.api == "ollama":
+        return str(data["response"]), data.get("prompt_eval_count"), data.get("eval_count")
+    choice = data["choices"][0]
+    text = choice["message"]["content"] if endpoint.api == "openai-chat" else choice["text"]
+    usage = data.get("usage") or {}
+    return str(text or ""), usage.get("prompt_tokens"), usage.get("completion_tokens")
+
+
+def _chunk_piece(endpoint: Endpoint, line: bytes) -> tuple[str, dict | None, bool]:
+    """(text piece, usage-bearing object or None, done) of one streamed line."""
+    if endpoint.api == "ollama":
+        data = json.loads(line)
+        if data.get("error"):
+            raise ValueError(str(data["error"]))
+        return data.get("response", ""), data if data.get("done") else None, bool(data.get("done"))
+    if not line.startswith(b"data:"):
+        return "", None, False
+    payload = line[5:].strip()
+    if payload == b"[DONE]":
+        return "", None, True
+    data = json.loads(payload)
+    choices = data.get("choices") or [{}]
+    choice = choices[0]
+    if endpoint.api == "openai-chat":
+        piece = (choice.get("delta") or {}).get("content") or ""
+    else:
+        piece = choice.get("text") or ""
+    return piece, data if data.get("usage") else None, False
+
+
+def _call_once(endpoint: Endpoint, model: str, prompt: str, options: dict) -> Generation:
+    url, body = _request(endpoint, model, prompt, options, stream=False)
+    try:
+        response = _session.post(url, json=body, headers=_headers(endpoint), timeout=_timeout())
+    except requests.RequestException as exc:
+        raise _transport_error(exc, endpoint) from exc
+    _raise_for_status(response, endpoint, model)
+    try:
+        text, p_tokens, c_tokens = _parse_complete(endpoint, response.json())
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ApiError(
+            502,
+            "runtime_error",
+            "The model runtime answered something unreadable.",
+            details={"runtime": endpoint.name},
+        ) from exc
+    return Generation(
+        text=text,
+        model=model,
+        endpoint=endpoint,
+        prompt_tokens=p_tokens,
+        completion_tokens=c_tokens,
+    )
+
+
+def _stream_once(
+    endpoint: Endpoint, model: str, prompt: str, options: dict, should_stop: Callable[[], bool]
+) -> Generation:
+    """Streams the answer, asking ``should_stop`` about every JOB_CANCEL_POLL_SECONDS.
+
+    The socket is read in a helper thread so that a runtime that is slow to send the next
+    token cannot keep us from checking; on stop the response is closed, which ends the
+    generation at the runtime.
+    """
+    url, body = _request(endpoint, model, prompt, options, stream=True)
+    try:
+        response = _session.post(
+            url, json=body, headers=_headers(endpoint), timeout=_timeout(), stream=True
+        )
+    except requests.RequestException as exc:
+        raise _transport_error(exc, endpoint) from exc
+    try:
+        _raise_for_status(response, endpoint, model)
+        lines: queue.Queue = queue.Queue()
+
+        def pump() -> None:
+            try:
+                for line in response.iter_lines():
+                    if line:
+                        lines.put(line)
+                lines.put(None)
+            except Exception as exc:  # delivered to the reading side
+                lines.put(exc)
+
+        threading.Thread(target=pump, daemon=True, name="runtime-stream").start()
+        pieces: list[str] = []
+        usage: dict | None = None
+        poll = settings.JOB_CANCEL_POLL_SECONDS
+        next_check = time.monotonic()
+        while True:
+            if time.monotonic() >= next_check:
+                if should_stop():
+                    raise GenerationCancelled()
+                next_check = time.monotonic() + poll
+            try:
+                item = lines.get(timeout=poll)
+            except queue.Empty:
+                continue
+            if item is None:
+                break
+            if isinstance(item, requests.RequestException):
+                raise _transport_error(item, endpoint)
+            if isinstance(item, Exception):
+                raise ApiError(
+                    502,
+                    "runtime_error",
+                    "The model runtime stream broke off.",
+                    details={"runtime": endpoint.name, "runtime_message": str(item)},
+                )
+            try:
+                piece, final, done = _chunk_piece(endpoint, item)
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise ApiError(
+                    502,
+                    "runtime_error",
+                    "The model runtime sent an unreadable chunk.",
+                    details={"runtime": endpoint.name, "runtime_message": str(exc)},
+                ) from exc
+            pieces.append(piece)
+            if final is not None:
+                usage = final
+            if done:
+                break
+    finally:
+        response.close()
+    p_tokens = c_tokens = None
+    if usage:
+        if endpoint.api == "ollama":
+            p_tokens, c_tokens = usage.get("prompt_eval_count"), usage.get("eval_count")
+        else:
+            u = usage.get("usage") or {}
+            p_tokens, c_tokens = u.get("prompt_tokens"), u.get("completion_tokens")
+    return Generation(
+        text="".join(pieces),
+        model=model,
+        endpoint=endpoint,
+        prompt_tokens=p_tokens,
+        completion_tokens=c_tokens,
+    )
+
+
+def generate(
+    model: str,
+    prompt: str,
+    options: dict[str, Any] | None = None,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+) -> Generation:
+    """Runs ``prompt`` on ``model`` and returns the whole answer.
+
+    With ``should_stop`` the answer is streamed and the call raises
+    :class:`GenerationCancelled` soon after ``should_stop()`` returns true.
+    """
+    options = options or {}
+    last_error: ApiError | None = None
+    for endpoint in routing.endpoints_for(model):
+        try:
+            if should_stop is None:
+                return _call_once(endpoint, model, prompt, options)
+            return _stream_once(endpoint, model, prompt, options, should_stop)
+        except ApiError as err:
+            if err.error not in _FAILOVER_ERRORS:
+                raise
+            routing.mark_failed(endpoint)
+            last_error = err
+    assert last_error is not None
+    raise last_error
+
+
+def list_models(endpoint: Endpoint) -> list[str]:
+    """The models the runtime says it serves (raises ApiError when it cannot be asked)."""
+    path = "/api/tags" if endpoint.api == "ollama" else "/v1/models"
+    try:
+        response = _session.get(
+            f"{endpoint.base_url}{path}", headers=_headers(endpoint), timeout=_timeout()
+        )
+    except requests.RequestException as exc:
+        raise _transport_error(exc, endpoint) from exc
+    _raise_for_status(response, endpoint, "")
+    data = response.json()
+    if endpoint.api == "ollama":
+        return [m.get("name") or m.get("model") for m in data.get("models", [])]
+    return [m["id"] for m in data.get("data", [])]
+
+
+def iter_endpoints() -> Iterator[tuple[Endpoint, list[str]]]:
+    yield from routing.all_endpoints()

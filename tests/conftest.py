@@ -1,0 +1,68 @@
+"""Shared fixtures: a real loopback model runtime, keys and an API client."""
+
+from collections.abc import Iterator
+
+import pytest
+from rest_framework.test import APIClient
+
+from gateway import routing, services
+from tests.runtime_server import RuntimeServer
+
+
+@pytest.fixture(scope="session")
+def runtime_server() -> Iterator[RuntimeServer]:
+    with RuntimeServer(models=("test-model", "other-model")) as server:
+        yield server
+
+
+@pytest.fixture
+def runtime(runtime_server: RuntimeServer, settings) -> Iterator[RuntimeServer]:
+    """The loopback runtime, emptied, as the default Ollama endpoint of this test."""
+    runtime_server.reset()
+    settings.MODEL_RUNTIME_URL = runtime_server.url
+    settings.MODEL_RUNTIME_API = "ollama"
+    settings.MODEL_RUNTIME_API_KEY = ""
+    settings.RUNTIME_READ_TIMEOUT = 5.0
+    routing.clear_cache()
+    yield runtime_server
+    routing.clear_cache()
+
+
+@pytest.fixture
+def make_key(db):
+    """Creates keys: ``make_key(name="x", scopes=("model",), ...)`` -> (ApiKey, plain)."""
+
+    def make(name: str = "tester", **kwargs):
+        kwargs.setdefault("rate_limit_per_minute", 0)
+        return services.api_key_create(name=name, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def api_key(make_key) -> str:
+    """The plain text of a live key with both scopes."""
+    return make_key()[1]
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def agent_client(api_key: str) -> APIClient:
+    """A client that sends ``Authorization: Bearer <key>`` on every request."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    return client
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
