@@ -1,1 +1,9 @@
-urlpatterns: list = []
+from django.urls import path
+
+from agents.views import JobCancelView, JobDetailView, JobStartView
+
+urlpatterns = [
+    path("job/start", JobStartView.as_view(), name="job-start"),
+    path("job/<str:job_id>", JobDetailView.as_view(), name="job-detail"),
+    path("job/<str:job_id>/cancel", JobCancelView.as_view(), name="job-cancel"),
+]

@@ -71,7 +71,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
             rate_limit_per_minute=data["rate_limit_per_minute"],
             expires_at=data["expires_at"],
         )
-        form.instance = obj = created
+        # The admin goes on with `obj` (history entry, redirect): make it the saved row.
+        obj.__dict__.update(created.__dict__)
         self.message_user(
             request,
             f"The new key, shown this once only; copy it now: {plain}",

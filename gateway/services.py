@@ -100,6 +100,17 @@ def api_key_authenticate(plain: object) -> ApiKey:
     return api_key
 
 
+def api_key_check_live(api_key: ApiKey) -> None:
+    """401 ``invalid_api_key`` if the key was revoked or expired since it was read."""
+    row = ApiKey.objects.filter(pk=api_key.pk).values("revoked_at", "expires_at").first()
+    if (
+        row is None
+        or row["revoked_at"]
+        or (row["expires_at"] and row["expires_at"] <= timezone.now())
+    ):
+        raise invalid_api_key()
+
+
 def api_key_require_scope(api_key: ApiKey, scope: str) -> None:
     if scope not in api_key.scopes:
         raise ApiError(

@@ -11,7 +11,10 @@ from tests.runtime_server import RuntimeServer
 
 @pytest.fixture(scope="session")
 def runtime_server() -> Iterator[RuntimeServer]:
-    with RuntimeServer(models=("test-model", "other-model")) as server:
+    from django.conf import settings
+
+    # AGENT_MODEL is the model of the default agent profile.
+    with RuntimeServer(models=("test-model", "other-model", settings.AGENT_MODEL)) as server:
         yield server
 
 
@@ -66,3 +69,16 @@ def unused_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture
+def sync_queue(settings):
+    """django-q2 runs each task inline when it is enqueued (its sync mode)."""
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "sync": True}
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Runs on_commit callbacks (the queue wake-ups) as the test's transaction cannot commit."""
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        yield callbacks

@@ -1,0 +1,141 @@
+"""What a running job's agent code works with: steps, model and tool calls, cancel checks."""
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.conf import settings
+
+from agents import services
+from agents.models import Job, JobStatus, StepKind, StepStatus
+from agents.tools import REGISTRY, ToolError
+from gateway import runtime
+from gateway import services as gateway
+from gateway.models import UsageRecord
+
+logger = logging.getLogger(__name__)
+
+
+class JobCancelled(Exception):
+    """The job's cancel was requested; the worker stops and marks it cancelled."""
+
+
+class AgentFailure(Exception):
+    """The agent cannot complete the job; the message becomes the job's error."""
+
+
+class StepOutput(dict):
+    """The output of a step being recorded; ``failed`` marks it failed without raising."""
+
+    failed: bool = False
+
+
+class JobContext:
+    def __init__(self, job: Job, token: str) -> None:
+        self.job = job
+        self.token = token
+        self.profile = job.profile
+        self._last_beat = time.monotonic()
+
+    # --- Cancellation and liveness ---------------------------------------------------------
+
+    def should_stop(self) -> bool:
+        """True once a cancel was requested. Also keeps the lease alive.
+
+        Raises LeaseLost when the job is no longer this worker's.
+        """
+        now = time.monotonic()
+        if now - self._last_beat >= settings.JOB_LEASE_SECONDS / 4:
+            status = services.job_heartbeat(self.job, token=self.token)
+            self._last_beat = now
+        else:
+            status = services.job_status(self.job, token=self.token)
+        return status == JobStatus.CANCELLING
+
+    def check(self) -> None:
+        if self.should_stop():
+            raise JobCancelled()
+
+    # --- Steps -----------------------------------------------------------------------------
+
+    @contextmanager
+    def step(
+        self, kind: str, name: str, input: dict[str, Any] | None = None
+    ) -> Iterator[StepOutput]:
+        step = services.step_start(self.job, token=self.token, kind=kind, name=name, input=input)
+        output = StepOutput()
+        try:
+            yield output
+        except JobCancelled:
+            services.step_finish(step, status=StepStatus.CANCELLED, output=dict(output))
+            raise
+        except services.LeaseLost:
+            raise
+        except Exception as exc:
+            output.setdefault("error", f"{type(exc).__name__}: {exc}")
+            services.step_finish(step, status=StepStatus.FAILED, output=dict(output))
+            raise
+        services.step_finish(
+            step,
+            status=StepStatus.FAILED if output.failed else StepStatus.FINISHED,
+            output=dict(output),
+        )
+
+    def note(self, name: str, data: dict[str, Any]) -> None:
+        with self.step(StepKind.NOTE, name, data):
+            pass
+
+    # --- Model and tools -------------------------------------------------------------------
+
+    def call_model(
+        self, prompt: str, *, name: str = "generate", options: dict[str, Any] | None = None
+    ) -> str:
+        """One stateless model call through the gateway, recorded as a model_call step."""
+        self.check()
+        options = {**self.profile.options, **(options or {})}
+        model = self.profile.model
+        with self.step(
+            StepKind.MODEL_CALL, name, {"model": model, "prompt": prompt, "options": options}
+        ) as out:
+            gateway.api_key_check_live(self.job.api_key)
+            try:
+                result = gateway.model_call(
+                    api_key=self.job.api_key,
+                    model=model,
+                    prompt=prompt,
+                    options=options,
+                    origin=UsageRecord.Origin.AGENT,
+                    job_id=self.job.pk,
+                    should_stop=self.should_stop,
+                )
+            except runtime.GenerationCancelled:
+                raise JobCancelled() from None
+            out.update(
+                text=result.response,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                elapsed=result.elapsed,
+            )
+            return result.response
+
+    def call_tool(
+        self, name: str, arguments: dict[str, Any], *, enabled: list[str]
+    ) -> dict[str, Any]:
+        """Runs a tool as a tool_call step; the answer (result or error) is for the model."""
+        self.check()
+        with self.step(StepKind.TOOL_CALL, name, {"arguments": arguments}) as out:
+            tool = REGISTRY.get(name) if name in enabled else None
+            if tool is None:
+                out.failed = True
+                out["error"] = f"Unknown tool {name!r}. Available: {', '.join(enabled) or 'none'}."
+                return {"error": out["error"]}
+            try:
+                result = tool.run(self, arguments)
+            except ToolError as exc:
+                out.failed = True
+                out["error"] = str(exc)
+                return {"error": str(exc)}
+            out["result"] = result
+            return {"result": result}

@@ -1,0 +1,84 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from agents.ids import new_conversation_id
+
+
+class Conversation(models.Model):
+    """The history of one (owner, source, scope_type, scope_id)."""
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=new_conversation_id, editable=False
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    source = models.CharField(max_length=100)
+    scope_type = models.CharField(max_length=100)
+    scope_id = models.CharField(max_length=200)
+    profile = models.ForeignKey(
+        "agents.AgentProfile", on_delete=models.PROTECT, related_name="conversations"
+    )
+    summary = models.TextField(blank=True, help_text="Rolling summary of older messages.")
+    summary_until_seq = models.PositiveIntegerField(
+        default=0, help_text="The summary covers messages up to this sequence number."
+    )
+    last_seq = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("-updated_at",)
+        constraints = [
+            models.UniqueConstraint(
+                fields=("owner", "source", "scope_type", "scope_id"),
+                name="one_conversation_per_scope",
+            ),
+            models.CheckConstraint(
+                condition=Q(summary_until_seq__lte=models.F("last_seq")),
+                name="summary_within_history",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.source}/{self.scope_type}/{self.scope_id})"
+
+
+class Role(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+
+
+class Message(models.Model):
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField()
+    token_estimate = models.PositiveIntegerField(default=0)
+    job = models.ForeignKey(
+        "agents.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="messages"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("conversation", "seq")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("conversation", "seq"), name="unique_seq_per_conversation"
+            ),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="message_role_valid"),
+            # A chat job writes one user message and, at most once, one reply.
+            models.UniqueConstraint(
+                fields=("job", "role"),
+                condition=Q(job__isnull=False),
+                name="one_message_per_role_per_job",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} #{self.seq} {self.role}"
