@@ -33,6 +33,8 @@ _routes: dict[str, list[Endpoint]] = {}
 _loaded_at = float("-inf")
 _counters: dict[str, itertools.count] = {}
 _cooling: dict[str, float] = {}
+# base_url -> (monotonic time read, model names the runtime lists); filled by runtime.py.
+served_models: dict[str, tuple[float, frozenset[str]]] = {}
 
 
 def default_endpoint() -> Endpoint:
@@ -81,6 +83,7 @@ def clear_cache() -> None:
     with _lock:
         _loaded_at = float("-inf")
         _cooling.clear()
+        served_models.clear()
 
 
 def endpoints_for(model: str) -> list[Endpoint]:

@@ -324,6 +324,38 @@ def _stream_once(
     )
 
 
+_SERVED_TTL = 30.0
+
+
+def _require_served(endpoint: Endpoint, model: str) -> None:
+    """400 unknown_model if an OpenAI-compatible runtime does not list the model.
+
+    Some servers (llama.cpp's, llama-cpp-python's) answer any model name with the one model
+    they have; asking ``/v1/models`` (cached per endpoint) keeps a typo from being served
+    silently. When the list cannot be had, the call itself will tell.
+    """
+    name = endpoint.model_name(model)
+    now = time.monotonic()
+    cached = routing.served_models.get(endpoint.base_url)
+    if (
+        cached is None
+        or now - cached[0] > _SERVED_TTL
+        or (name not in cached[1] and now - cached[0] > 5.0)
+    ):
+        try:
+            cached = (now, frozenset(list_models(endpoint)))
+        except ApiError:
+            return
+        routing.served_models[endpoint.base_url] = cached
+    if cached[1] and name not in cached[1]:
+        raise ApiError(
+            400,
+            "unknown_model",
+            f"The runtime does not know the model {model!r}.",
+            details={"model": model, "runtime": endpoint.name, "available": sorted(cached[1])[:50]},
+        )
+
+
 def generate(
     model: str,
     prompt: str,
@@ -340,6 +372,8 @@ def generate(
     last_error: ApiError | None = None
     for endpoint in routing.endpoints_for(model):
         try:
+            if endpoint.api != "ollama":
+                _require_served(endpoint, model)
             if should_stop is None:
                 return _call_once(endpoint, model, prompt, options)
             return _stream_once(endpoint, model, prompt, options, should_stop)
