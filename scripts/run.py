@@ -1,0 +1,477 @@
+"""``make run``: set up the service and run all of it as one supervised group.
+
+1. Reads ``.env`` if present (variables already in the environment win; empty values
+   mean "use the default").
+2. Migrates the database, collects the static files (served by whitenoise) and makes sure
+   a demo key exists: its plain text is kept in ``var/demo_key`` (mode 0600), and a new key
+   is made with ``create_api_key`` only when that one is missing, revoked or expired.
+3. Starts, each in its own process group: the embedded model runtime (unless
+   ``MODEL_RUNTIME_URL`` points elsewhere), gunicorn and a django-q2 cluster.
+4. Waits until the runtime and the web answer, prints ready-to-paste ``curl`` lines, then
+   "ready".
+5. Supervises: Ctrl-C (SIGINT), SIGTERM or SIGHUP stop every child (SIGTERM to it, then
+   SIGKILL to its whole process group after ``--grace`` seconds; a second Ctrl-C does not
+   wait). When one child exits on its own, the others are stopped and this exits 1.
+
+Environment read here (besides the service's own settings): ``HOST`` (default 127.0.0.1)
+and ``PORT`` (8000) of the web server, ``WEB_CONCURRENCY`` and ``GUNICORN_THREADS`` (see
+``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_THREADS`` (1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+if str(BASE_DIR) not in sys.path:  # also runnable as `python scripts/run.py`
+    sys.path.insert(0, str(BASE_DIR))
+
+from scripts import embedded_runtime  # noqa: E402
+
+DEMO_KEY_NAME = "demo"
+DEMO_SCOPES = ("model", "agent")
+
+
+# --- Environment ------------------------------------------------------------------------
+
+
+def load_dotenv(path: Path) -> list[str]:
+    """Sets the ``NAME=value`` lines of ``path`` that the environment does not set yet.
+
+    Understands comments, blank lines, ``export NAME=value`` and quoted values. An empty
+    value is skipped, as ``.env.example`` uses it for "the default".
+    """
+    if not path.exists():
+        return []
+    applied = []
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        name, sep, value = line.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name.isidentifier():
+            raise SystemExit(f"{path}:{number}: expected NAME=value, got {raw!r}")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if value and name not in os.environ:
+            os.environ[name] = value
+            applied.append(name)
+    return applied
+
+
+def wants_embedded_runtime() -> bool:
+    """True unless MODEL_RUNTIME_URL names another runtime than the embedded one."""
+    url = os.environ.get("MODEL_RUNTIME_URL", "").strip().rstrip("/")
+    return url in ("", embedded_runtime.URL)
+
+
+def web_address() -> tuple[str, int]:
+    host = os.environ.get("HOST") or "127.0.0.1"
+    port = os.environ.get("PORT") or "8000"
+    if not port.isdigit():
+        raise SystemExit(f"PORT must be a port number, got {port!r}")
+    return host, int(port)
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL to reach a server bound to ``host`` from this machine."""
+    reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    if ":" in reach and not reach.startswith("["):
+        reach = f"[{reach}]"
+    return f"http://{reach}:{port}"
+
+
+# --- Setup (in this process, before any child starts) -----------------------------------
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+
+
+def write_private(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` with mode 0600, atomically."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def ensure_demo_key(path: Path) -> tuple[str, bool]:
+    """The plain demo key kept in ``path``, and whether it was made now.
+
+    A new key (owner ``demo``, scopes model and agent) is made only when the kept one is
+    missing, revoked, expired or lacks a scope; the owner stays the same user, so the demo
+    conversations survive a new key.
+    """
+    from django.core.management import call_command
+
+    from gateway import services
+    from gateway.errors import ApiError
+
+    if path.exists():
+        plain = path.read_text().strip()
+        try:
+            api_key = services.api_key_authenticate(plain)
+        except ApiError:
+            api_key = None
+        if api_key is not None and set(DEMO_SCOPES) <= set(api_key.scopes):
+            return plain, False
+    out = io.StringIO()
+    call_command("create_api_key", name=DEMO_KEY_NAME, scopes=",".join(DEMO_SCOPES), stdout=out)
+    plain = out.getvalue().strip().splitlines()[-1]
+    write_private(path, plain)
+    return plain, True
+
+
+def prepare(say) -> tuple[str, Path]:
+    """Migrates, collects static files, ensures the demo key; returns it and its file."""
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+
+    say("migrating the database")
+    call_command("migrate", interactive=False, verbosity=0)
+    say("collecting static files")
+    call_command("collectstatic", interactive=False, verbosity=0)
+    key_path = settings.VAR_DIR / "demo_key"
+    plain, created = ensure_demo_key(key_path)
+    say(f"{'created a new' if created else 'using the'} demo key in {key_path}")
+    connections.close_all()
+    return plain, key_path
+
+
+# --- The supervised group ---------------------------------------------------------------
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen
+    pump: threading.Thread | None = field(default=None, repr=False)
+
+
+class Group:
+    """Child processes, each in its own session, whose output is prefixed with their name.
+
+    Own sessions keep the terminal's Ctrl-C away from the children, so that only the
+    supervisor decides the order and the deadline of a stop, and so that a whole process
+    tree (qcluster's workers, gunicorn's) can be signalled through its group.
+    """
+
+    def __init__(self, out=sys.stdout) -> None:
+        self.children: list[Child] = []
+        self.out = out
+        self.lock = threading.Lock()
+        self.stop_signal: int | None = None
+        self.hurry = False
+
+    # Output ---------------------------------------------------------------------------
+
+    def write(self, name: str, text: str) -> None:
+        with self.lock:
+            for line in text.splitlines() or [""]:
+                self.out.write(f"{name:<7} | {line}\n")
+            self.out.flush()
+
+    def say(self, text: str) -> None:
+        self.write("run", text)
+
+    def block(self, text: str) -> None:
+        """Unprefixed lines (the curl lines), kept together."""
+        with self.lock:
+            self.out.write(text)
+            self.out.flush()
+
+    def _pump(self, child: Child) -> None:
+        assert child.process.stdout is not None
+        for raw in iter(child.process.stdout.readline, b""):
+            self.write(child.name, raw.decode(errors="replace").rstrip("\n"))
+
+    # Signals --------------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = signum
+        else:
+            self.hurry = True
+
+    # Processes ------------------------------------------------------------------------
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+        process = subprocess.Popen(
+            argv,
+            cwd=BASE_DIR,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        child = Child(name=name, argv=argv, process=process)
+        child.pump = threading.Thread(target=self._pump, args=(child,), daemon=True)
+        child.pump.start()
+        self.children.append(child)
+        return child
+
+    def exited(self) -> Child | None:
+        return next((c for c in self.children if c.process.poll() is not None), None)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleeps, waking early for a signal or a child's exit."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and self.stop_signal is None and not self.exited():
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def stop(self, grace: float) -> None:
+        """Stops every child: SIGTERM to it, SIGKILL to its whole group after ``grace`` s.
+
+        SIGTERM goes to the child alone, so that gunicorn and qcluster stop their own
+        workers in their own order (django-q2 hangs when its workers get the signal
+        directly); the SIGKILL to the group then ends whatever is left, grandchildren too.
+        """
+        for child in self.children:
+            if child.process.poll() is None:
+                child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and not self.hurry:
+            if all(c.process.poll() is not None for c in self.children):
+                break
+            time.sleep(0.1)
+        stragglers = [c.name for c in self.children if c.process.poll() is None]
+        if stragglers:
+            self.say(f"killing {', '.join(stragglers)} (still running after {grace:g} s)")
+        for child in self.children:
+            # The group outlives its leader when grandchildren remain; kill it anyway.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.process.pid, signal.SIGKILL)
+        for child in self.children:
+            child.process.wait()
+            if child.pump is not None:
+                child.pump.join(timeout=2)
+
+
+# --- Putting it together ----------------------------------------------------------------
+
+
+def curl_lines(base_url: str, key: str, key_path: Path, model: str) -> str:
+    auth = shlex.quote(f"Authorization: Bearer {key}")
+    json_type = "-H 'Content-Type: application/json'"
+    api_body = json.dumps(
+        {
+            "api_key": key,
+            "model": model,
+            "prompt": "Q: What is the capital of France?\nA:",
+            "options": {"temperature": 0, "num_predict": 32, "stop": ["\n"]},
+        }
+    )
+    chat_body = json.dumps(
+        {
+            "source": "demo",
+            "scope_type": "user",
+            "scope_id": 1,
+            "prompt": "Hello! Which city is the capital of France?",
+        }
+    )
+    task_body = json.dumps(
+        {"source": "demo", "scope_type": "user", "scope_id": 1, "task": "What is 17 * 23?"}
+    )
+    pick = 'python3 -c \'import json,sys; d=json.load(sys.stdin); print(d["data"]["job_id"])\''
+    return f"""
+Demo key (kept in {key_path}): {key}
+
+# The stateless model endpoint (the embedded model is a base model: a raw prompt and a stop):
+curl -s {base_url}/api.php {json_type} \\
+  -d '{api_body}'
+
+# A chat turn: it answers a job id (and the conversation id) at once; the job runs the model.
+JOB=$(curl -s {base_url}/agent/chat -H {auth} {json_type} \\
+  -d '{chat_body}' | {pick}); echo "$JOB"
+
+# The job: status, steps and, once finished, final_result.message.content (repeat until finished).
+curl -s {base_url}/agent/job/$JOB -H {auth}
+
+# A task job, and the configured runtimes:
+curl -s {base_url}/agent/job/start -H {auth} {json_type} \\
+  -d '{task_body}'
+.venv/bin/python manage.py check_runtime --generate
+
+"""
+
+
+def runtime_probe_url(embedded: bool) -> str:
+    if embedded:
+        return f"{embedded_runtime.URL}/v1/models"
+    url = os.environ["MODEL_RUNTIME_URL"].rstrip("/")
+    api = os.environ.get("MODEL_RUNTIME_API", "openai")
+    return f"{url}/api/tags" if api == "ollama" else f"{url}/v1/models"
+
+
+def wait_ready(group: Group, checks: dict[str, str], timeout: float) -> str | None:
+    """Waits until every URL answers; returns why not if time ran out.
+
+    Returns early, with None, on a signal or a child's exit: the caller looks at those.
+    """
+    pending = dict(checks)
+    deadline = time.monotonic() + timeout
+    while pending and group.stop_signal is None and group.exited() is None:
+        if time.monotonic() > deadline:
+            return f"{', '.join(pending.values())} did not answer within {timeout:g} s"
+        for name, url in list(pending.items()):
+            if embedded_runtime.answers(url, timeout=1.0):
+                group.say(f"{name} answers at {url}")
+                del pending[name]
+        group.sleep(0.2)
+    return None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--grace", type=float, default=10.0, help="Seconds children get to stop (default 10)."
+    )
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        default=BASE_DIR / ".env",
+        help="Variables to read if present (default: .env of the project).",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=180.0,
+        help="Seconds to wait for the runtime and the web to answer (default 180).",
+    )
+    return parser.parse_args(argv)
+
+
+@dataclass(frozen=True)
+class Plan:
+    embedded: bool  # start the embedded runtime
+    host: str
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        return local_url(self.host, self.port)
+
+
+def make_plan(say) -> Plan | None:
+    """What to start, from the environment; None (having said why) when it cannot run."""
+    embedded = wants_embedded_runtime()
+    if embedded:
+        missing = embedded_runtime.missing_modules()
+        if missing:
+            needs = ", ".join(missing)
+            say(f"the embedded runtime needs {needs}: {embedded_runtime.INSTALL_HINT}")
+            return None
+        api = os.environ.get("MODEL_RUNTIME_API") or "openai"
+        if api != "openai":
+            say(f"the embedded runtime speaks MODEL_RUNTIME_API=openai, not {api!r}")
+            return None
+        os.environ["MODEL_RUNTIME_URL"] = embedded_runtime.URL
+        os.environ["MODEL_RUNTIME_API"] = "openai"
+    host, port = web_address()
+    ports = [(host, port)] + ([(embedded_runtime.HOST, embedded_runtime.PORT)] if embedded else [])
+    busy = [str(p) for h, p in ports if not embedded_runtime.port_is_free(p, h)]
+    if busy:
+        say(f"port {', '.join(busy)} is in use (another `make run`?); PORT=... moves the web")
+        return None
+    return Plan(embedded=embedded, host=host, port=port)
+
+
+def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    python = sys.executable
+    if plan.embedded:
+        group.say("assembling the model file (checked by sha256)")
+        model_path = embedded_runtime.ensure_model(var_dir / "models")
+        raw_threads = os.environ.get("EMBEDDED_RUNTIME_THREADS") or "1"
+        if not raw_threads.isdigit() or int(raw_threads) < 1:
+            raise SystemExit(f"EMBEDDED_RUNTIME_THREADS must be 1 or more, got {raw_threads!r}")
+        argv = embedded_runtime.server_command(model_path, threads=int(raw_threads), python=python)
+        group.spawn("runtime", argv, env)
+    bind = f"{plan.host}:{plan.port}"
+    group.spawn("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "-b", bind], env)
+    group.spawn("worker", [python, "manage.py", "qcluster"], env)
+
+
+def supervise(group: Group, plan: Plan, *, banner: str, ready_timeout: float) -> str | None:
+    """Waits for readiness, prints ``banner``, then runs until a signal (returns None) or
+    a child's exit or a readiness time-out (returns what happened)."""
+    checks = {"runtime": runtime_probe_url(plan.embedded), "web": f"{plan.base_url}/healthz"}
+    problem = wait_ready(group, checks, ready_timeout)
+    if problem is None and group.stop_signal is None and group.exited() is None:
+        group.block(banner)
+        while group.stop_signal is None and group.exited() is None:
+            group.sleep(1.0)
+    if group.stop_signal is not None:
+        return None
+    if problem is None:
+        child = group.exited()
+        assert child is not None
+        problem = f"{child.name} exited with status {child.process.returncode}"
+    return problem
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    group = Group()
+    applied = load_dotenv(args.env_file)
+    if applied:
+        group.say(f"read {args.env_file}: {', '.join(applied)}")
+    plan = make_plan(group.say)
+    if plan is None:
+        return 2
+    setup_django()
+    key, key_path = prepare(group.say)
+    from django.conf import settings
+
+    runtime = "embedded" if plan.embedded else "at"
+    banner = curl_lines(plan.base_url, key, key_path, settings.AGENT_MODEL) + (
+        f"ready: web {plan.base_url}, runtime {runtime} {settings.MODEL_RUNTIME_URL} "
+        f"({settings.AGENT_MODEL}), worker django-q2. Ctrl-C stops all.\n"
+    )
+    group.install_signal_handlers()
+    problem = "run crashed"
+    try:
+        start_children(group, plan, Path(settings.VAR_DIR))
+        problem = supervise(group, plan, banner=banner, ready_timeout=args.ready_timeout)
+    finally:
+        # Also on an unexpected error here: no child may outlive this process.
+        if problem is None:
+            group.say(f"stopping ({signal.Signals(group.stop_signal).name})")
+        else:
+            group.say(f"{problem}; stopping the others")
+        group.stop(args.grace)
+    if problem is not None:
+        return 1
+    group.say("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

