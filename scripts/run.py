@@ -11,7 +11,8 @@
    "ready".
 5. Supervises: Ctrl-C (SIGINT), SIGTERM or SIGHUP stop every child (SIGTERM to it, then
    SIGKILL to its whole process group after ``--grace`` seconds; a second Ctrl-C does not
-   wait). When one child exits on its own, the others are stopped and this exits 1.
+   wait), the web and the worker first, the model runtime after them. When one child
+   exits on its own, the others are stopped and this exits 1.
 
 Environment read here (besides the service's own settings): ``HOST`` (default 127.0.0.1)
 and ``PORT`` (8000) of the web server, ``WEB_CONCURRENCY`` and ``GUNICORN_THREADS`` (see
@@ -167,6 +168,9 @@ class Child:
     name: str
     argv: list[str]
     process: subprocess.Popen
+    # Stopped after every child of a lower wave has ended (the model runtime goes last, so
+    # that a job finishing its model call while the worker stops is not cut off).
+    wave: int = 0
     pump: threading.Thread | None = field(default=None, repr=False)
 
 
@@ -221,7 +225,7 @@ class Group:
 
     # Processes ------------------------------------------------------------------------
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+    def spawn(self, name: str, argv: list[str], env: dict[str, str], *, wave: int = 0) -> Child:
         process = subprocess.Popen(
             argv,
             cwd=BASE_DIR,
@@ -231,7 +235,7 @@ class Group:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        child = Child(name=name, argv=argv, process=process)
+        child = Child(name=name, argv=argv, process=process, wave=wave)
         child.pump = threading.Thread(target=self._pump, args=(child,), daemon=True)
         child.pump.start()
         self.children.append(child)
@@ -247,31 +251,36 @@ class Group:
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
     def stop(self, grace: float) -> None:
-        """Stops every child: SIGTERM to it, SIGKILL to its whole group after ``grace`` s.
+        """Stops every child, wave by wave: SIGTERM to each child of the wave, then, after
+        at most ``grace`` seconds, SIGKILL to the whole process group of each.
 
         SIGTERM goes to the child alone, so that gunicorn and qcluster stop their own
         workers in their own order (django-q2 hangs when its workers get the signal
         directly); the SIGKILL to the group then ends whatever is left, grandchildren too.
         """
+        for wave in sorted({c.wave for c in self.children}):
+            self._stop_wave([c for c in self.children if c.wave == wave], grace)
         for child in self.children:
+            if child.pump is not None:
+                child.pump.join(timeout=2)
+
+    def _stop_wave(self, children: list[Child], grace: float) -> None:
+        for child in children:
             if child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and not self.hurry:
-            if all(c.process.poll() is not None for c in self.children):
+            if all(c.process.poll() is not None for c in children):
                 break
             time.sleep(0.1)
-        stragglers = [c.name for c in self.children if c.process.poll() is None]
+        stragglers = [c.name for c in children if c.process.poll() is None]
         if stragglers:
             self.say(f"killing {', '.join(stragglers)} (still running after {grace:g} s)")
-        for child in self.children:
+        for child in children:
             # The group outlives its leader when grandchildren remain; kill it anyway.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.process.pid, signal.SIGKILL)
-        for child in self.children:
             child.process.wait()
-            if child.pump is not None:
-                child.pump.join(timeout=2)
 
 
 # --- Putting it together ----------------------------------------------------------------
@@ -413,7 +422,7 @@ def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
         if not raw_threads.isdigit() or int(raw_threads) < 1:
             raise SystemExit(f"EMBEDDED_RUNTIME_THREADS must be 1 or more, got {raw_threads!r}")
         argv = embedded_runtime.server_command(model_path, threads=int(raw_threads), python=python)
-        group.spawn("runtime", argv, env)
+        group.spawn("runtime", argv, env, wave=1)
     bind = f"{plan.host}:{plan.port}"
     group.spawn("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "-b", bind], env)
     group.spawn("worker", [python, "manage.py", "qcluster"], env)

@@ -178,6 +178,50 @@ def test_stop_kills_children_and_grandchildren_that_ignore_sigterm(tmp_path):
     assert "killing stubborn" in log
 
 
+_ON_SIGTERM = """
+import signal, sys, time
+from pathlib import Path
+def stop(signum, frame):
+    exec(sys.argv[1])
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_runtime_wave_is_stopped_after_the_others_have_ended(tmp_path):
+    first, last = tmp_path / "first-ended", tmp_path / "last-saw"
+    group = run.Group(out=(tmp_path / "out.log").open("w"))
+    env = dict(os.environ)
+    group.spawn(
+        "runtime",
+        [
+            sys.executable,
+            "-c",
+            _ON_SIGTERM,
+            f"Path({str(last)!r}).write_text(str(Path({str(first)!r}).exists()))",
+        ],
+        env,
+        wave=1,
+    )
+    group.spawn(
+        "worker",
+        [
+            sys.executable,
+            "-c",
+            _ON_SIGTERM,
+            f"time.sleep(0.5); Path({str(first)!r}).write_text('')",
+        ],
+        env,
+    )
+    deadline = time.monotonic() + 10
+    while (tmp_path / "out.log").read_text().count("| up") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group.stop(grace=5)
+    assert last.read_text() == "True"
+
+
 def test_a_child_that_exits_is_noticed(tmp_path):
     group = run.Group(out=(tmp_path / "out.log").open("w"))
     group.spawn("short", [sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
