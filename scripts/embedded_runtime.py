@@ -123,7 +123,10 @@ def answers(url: str, *, timeout: float = 2.0) -> bool:
 
 
 def port_is_free(port: int, host: str = HOST) -> bool:
+    """True when nothing listens on ``port``. SO_REUSEADDR as the servers set it, so that
+    connections of a server stopped a moment ago (TIME_WAIT) do not count."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

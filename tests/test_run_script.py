@@ -348,3 +348,21 @@ def test_run_stops_everything_and_fails_when_a_child_dies(tmp_path, runtime_serv
     assert returncode == 1
     assert "web exited with status -9; stopping the others" in log.read_text()
     assert not [pid for pid in family if _alive(pid)]
+
+
+def test_a_port_is_busy_while_listened_on_and_free_in_time_wait():
+    import socket
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    assert not embedded_runtime.port_is_free(port)
+
+    client = socket.create_connection(("127.0.0.1", port))
+    server_side, _ = listener.accept()
+    server_side.close()  # the server closes first: its end of the port goes to TIME_WAIT
+    listener.close()
+    client.close()
+    assert embedded_runtime.port_is_free(port)
