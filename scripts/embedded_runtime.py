@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -73,6 +73,23 @@ def ensure_model(directory: Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+# What the server keeps of its parent's environment. Everything else is left out on
+# purpose: llama_cpp.server lets HOST, PORT and CONFIG_FILE override its command line, and
+# reads any of its settings (API_KEY, MODEL, N_CTX, ...) that the command line leaves out
+# from the environment, where `make run` has the web server's PORT and the user's own.
+_ENV_KEPT = frozenset({"PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"})
+_ENV_KEPT_PREFIXES = ("GGML_", "LLAMA_", "OMP_", "CUDA_", "HIP_")
+
+
+def server_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the server runs with: ``environ`` without what could reconfigure it."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in _ENV_KEPT or name.startswith(_ENV_KEPT_PREFIXES)
+    }
 
 
 def server_command(
@@ -184,6 +201,7 @@ def running(
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
         [*server_command(model_path, port=port, threads=threads), *extra_args],
+        env=server_env(os.environ),
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -16,7 +16,8 @@
 
 Environment read here (besides the service's own settings): ``HOST`` (default 127.0.0.1)
 and ``PORT`` (8000) of the web server, ``WEB_CONCURRENCY`` and ``GUNICORN_THREADS`` (see
-``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_THREADS`` (1).
+``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_PORT`` (8089) and
+``EMBEDDED_RUNTIME_THREADS`` (1).
 """
 
 from __future__ import annotations
@@ -81,12 +82,15 @@ def wants_embedded_runtime() -> bool:
     return url in ("", embedded_runtime.URL)
 
 
+def port_from_env(name: str, default: int) -> int:
+    raw = os.environ.get(name) or str(default)
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise SystemExit(f"{name} must be a port number, got {raw!r}")
+    return int(raw)
+
+
 def web_address() -> tuple[str, int]:
-    host = os.environ.get("HOST") or "127.0.0.1"
-    port = os.environ.get("PORT") or "8000"
-    if not port.isdigit():
-        raise SystemExit(f"PORT must be a port number, got {port!r}")
-    return host, int(port)
+    return os.environ.get("HOST") or "127.0.0.1", port_from_env("PORT", 8000)
 
 
 def local_url(host: str, port: int) -> str:
@@ -331,9 +335,9 @@ curl -s {base_url}/agent/job/start -H {auth} {json_type} \\
 """
 
 
-def runtime_probe_url(embedded: bool) -> str:
-    if embedded:
-        return f"{embedded_runtime.URL}/v1/models"
+def runtime_probe_url(plan: Plan) -> str:
+    if plan.embedded:
+        return f"{os.environ['MODEL_RUNTIME_URL']}/v1/models"
     url = os.environ["MODEL_RUNTIME_URL"].rstrip("/")
     api = os.environ.get("MODEL_RUNTIME_API", "openai")
     return f"{url}/api/tags" if api == "ollama" else f"{url}/v1/models"
@@ -379,9 +383,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 @dataclass(frozen=True)
 class Plan:
-    embedded: bool  # start the embedded runtime
     host: str
     port: int
+    runtime_port: int | None  # the embedded runtime's, None when the runtime is elsewhere
+
+    @property
+    def embedded(self) -> bool:
+        return self.runtime_port is not None
 
     @property
     def base_url(self) -> str:
@@ -390,8 +398,8 @@ class Plan:
 
 def make_plan(say) -> Plan | None:
     """What to start, from the environment; None (having said why) when it cannot run."""
-    embedded = wants_embedded_runtime()
-    if embedded:
+    runtime_port = None
+    if wants_embedded_runtime():
         missing = embedded_runtime.missing_modules()
         if missing:
             needs = ", ".join(missing)
@@ -401,15 +409,19 @@ def make_plan(say) -> Plan | None:
         if api != "openai":
             say(f"the embedded runtime speaks MODEL_RUNTIME_API=openai, not {api!r}")
             return None
-        os.environ["MODEL_RUNTIME_URL"] = embedded_runtime.URL
+        runtime_port = port_from_env("EMBEDDED_RUNTIME_PORT", embedded_runtime.PORT)
+        os.environ["MODEL_RUNTIME_URL"] = f"http://{embedded_runtime.HOST}:{runtime_port}"
         os.environ["MODEL_RUNTIME_API"] = "openai"
     host, port = web_address()
-    ports = [(host, port)] + ([(embedded_runtime.HOST, embedded_runtime.PORT)] if embedded else [])
+    ports = [(host, port)] + ([(embedded_runtime.HOST, runtime_port)] if runtime_port else [])
     busy = [str(p) for h, p in ports if not embedded_runtime.port_is_free(p, h)]
     if busy:
-        say(f"port {', '.join(busy)} is in use (another `make run`?); PORT=... moves the web")
+        say(
+            f"port {', '.join(busy)} is in use (another `make run`?); PORT=... moves the web, "
+            "EMBEDDED_RUNTIME_PORT=... the model runtime"
+        )
         return None
-    return Plan(embedded=embedded, host=host, port=port)
+    return Plan(host=host, port=port, runtime_port=runtime_port)
 
 
 def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
@@ -421,8 +433,10 @@ def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
         raw_threads = os.environ.get("EMBEDDED_RUNTIME_THREADS") or "1"
         if not raw_threads.isdigit() or int(raw_threads) < 1:
             raise SystemExit(f"EMBEDDED_RUNTIME_THREADS must be 1 or more, got {raw_threads!r}")
-        argv = embedded_runtime.server_command(model_path, threads=int(raw_threads), python=python)
-        group.spawn("runtime", argv, env, wave=1)
+        argv = embedded_runtime.server_command(
+            model_path, port=plan.runtime_port, threads=int(raw_threads), python=python
+        )
+        group.spawn("runtime", argv, embedded_runtime.server_env(env), wave=1)
     bind = f"{plan.host}:{plan.port}"
     group.spawn("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "-b", bind], env)
     group.spawn("worker", [python, "manage.py", "qcluster"], env)
@@ -431,7 +445,7 @@ def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
 def supervise(group: Group, plan: Plan, *, banner: str, ready_timeout: float) -> str | None:
     """Waits for readiness, prints ``banner``, then runs until a signal (returns None) or
     a child's exit or a readiness time-out (returns what happened)."""
-    checks = {"runtime": runtime_probe_url(plan.embedded), "web": f"{plan.base_url}/healthz"}
+    checks = {"runtime": runtime_probe_url(plan), "web": f"{plan.base_url}/healthz"}
     problem = wait_ready(group, checks, ready_timeout)
     if problem is None and group.stop_signal is None and group.exited() is None:
         group.block(banner)

@@ -6,6 +6,8 @@ server is started once per session on a free loopback port with the model file t
 """
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ for _module in embedded_runtime.REQUIRED_MODULES:
     )
 
 from gateway import routing  # noqa: E402
+from tests import processes  # noqa: E402
 
 pytestmark = [pytest.mark.local_model, pytest.mark.django_db]
 
@@ -114,3 +117,38 @@ def test_the_real_model_answers_a_chat_job(
     history = agent_client.get(f"/agent/conversation/{conversation_id}").json()["data"]
     assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
     assert history["messages"][1]["content"] == message["content"]
+
+
+@pytest.mark.slow
+def test_make_run_serves_the_real_model_and_stops_cleanly(tmp_path):
+    """scripts/run.py as `make run` runs it, embedded runtime included, on free ports (the
+    web's PORT in the environment must not move the runtime), then Ctrl-C."""
+    from django.conf import settings
+
+    model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models")
+    models_dir = tmp_path / "var" / "models"
+    models_dir.mkdir(parents=True)
+    (models_dir / model.name).symlink_to(model)  # checked by sha256, not copied
+    runtime_port = embedded_runtime.free_port()
+    process, log = processes.start_run(tmp_path, EMBEDDED_RUNTIME_PORT=str(runtime_port))
+    try:
+        ready = processes.wait_for_line(process, log, "ready: ", timeout=180)
+        assert f"runtime embedded http://127.0.0.1:{runtime_port} (gemma3:270m)" in ready
+        base_url = ready.split("ready: web ", 1)[1].split(",", 1)[0]
+        key = (tmp_path / "var" / "demo_key").read_text().strip()
+        answer = processes.post_json(
+            f"{base_url}/api.php",
+            {
+                "api_key": key,
+                "model": "gemma3:270m",
+                "prompt": QUESTION,
+                "options": {"temperature": 0, "num_predict": 32, "stop": ["\n"]},
+            },
+        )
+        assert "Paris" in answer["response"]
+        family = processes.descendants(process.pid)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        returncode = process.wait(timeout=60)
+    assert returncode == 0, log.read_text()[-3000:]
+    assert not [pid for pid in family if processes.alive(pid)]

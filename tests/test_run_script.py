@@ -6,7 +6,6 @@ import os
 import shlex
 import signal
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,9 +15,14 @@ import pytest
 from gateway import services
 from gateway.models import ApiKey
 from scripts import embedded_runtime, run
-
-PROJECT_DIR = Path(run.__file__).resolve().parent.parent
-
+from tests.processes import (
+    alive,
+    descendants,
+    group_members,
+    post_json,
+    start_run,
+    wait_for_line,
+)
 
 # --- .env and the plan --------------------------------------------------------------------
 
@@ -138,40 +142,19 @@ time.sleep(60)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                members.append(int(entry.name))
-    return members
-
-
 def test_stop_kills_children_and_grandchildren_that_ignore_sigterm(tmp_path):
     out = (tmp_path / "out.log").open("w")
     group = run.Group(out=out)
     child = group.spawn("stubborn", [sys.executable, "-c", _STUBBORN], dict(os.environ))
     deadline = time.monotonic() + 10
-    while len(_group_members(child.process.pid)) < 2 and time.monotonic() < deadline:
+    while len(group_members(child.process.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(_group_members(child.process.pid)) == 2
+    assert len(group_members(child.process.pid)) == 2
 
     started = time.monotonic()
     group.stop(grace=0.5)
     assert time.monotonic() - started < 5
-    assert _group_members(child.process.pid) == []
+    assert group_members(child.process.pid) == []
     out.close()
     log = (tmp_path / "out.log").read_text()
     assert "stubborn | started" in log
@@ -236,103 +219,43 @@ def test_a_child_that_exits_is_noticed(tmp_path):
 # --- The whole of `make run`, with a loopback runtime -------------------------------------
 
 
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def _start_run(tmp_path: Path, runtime_url: str, **env: str) -> tuple[subprocess.Popen, Path]:
-    log = tmp_path / "run.log"
-    base_env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", str(tmp_path)),
-        "VAR_DIR": str(tmp_path / "var"),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "MODEL_RUNTIME_URL": runtime_url,
-        "MODEL_RUNTIME_API": "ollama",
-        "PORT": str(embedded_runtime.free_port()),
-        "WEB_CONCURRENCY": "1",
-        "Q_WORKERS": "1",
-        "LOG_LEVEL": "WARNING",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scripts.run", "--env-file", str(tmp_path / "none.env")],
-        cwd=PROJECT_DIR,
-        env={**base_env, **env},
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    return process, log
-
-
-def _wait_for_line(process: subprocess.Popen, log: Path, prefix: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(line.startswith(prefix) for line in log.read_text().splitlines()):
-            return
-        if process.poll() is not None:
-            break
-        time.sleep(0.1)
-    pytest.fail(f"no line starting {prefix!r}:\n{log.read_text()[-3000:]}")
-
-
-def _post_api_php(base_url: str, body: dict) -> dict:
-    import urllib.request
-
-    request = urllib.request.Request(
-        f"{base_url}/api.php",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
-
-
 @pytest.mark.slow
 def test_run_serves_prints_ready_and_stops_every_child_on_ctrl_c(tmp_path, runtime_server):
     runtime_server.reset()
     runtime_server.script = lambda prompt, body: " Paris."
-    process, log = _start_run(tmp_path, runtime_server.url)
+    process, log = start_run(
+        tmp_path, MODEL_RUNTIME_URL=runtime_server.url, MODEL_RUNTIME_API="ollama"
+    )
     try:
-        _wait_for_line(process, log, "ready: ", timeout=120)
+        wait_for_line(process, log, "ready: ", timeout=120)
         text = log.read_text()
         key = (tmp_path / "var" / "demo_key").read_text().strip()
         assert f"Demo key (kept in {tmp_path / 'var' / 'demo_key'}): {key}" in text
         base_url = text.split("ready: web ", 1)[1].split(",", 1)[0]
-        answer = _post_api_php(
-            base_url, {"api_key": key, "model": "test-model", "prompt": "Q: Capital of France?"}
+        answer = post_json(
+            f"{base_url}/api.php",
+            {"api_key": key, "model": "test-model", "prompt": "Q: Capital of France?"},
         )
         assert answer["ok"] is True and answer["response"] == " Paris."
-        family = _descendants(process.pid)
+        family = descendants(process.pid)
         assert len(family) >= 3  # gunicorn (+ workers), qcluster (+ its processes)
     finally:
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         returncode = process.wait(timeout=60)
     assert returncode == 0, log.read_text()[-3000:]
-    assert not [pid for pid in family if _alive(pid)]
+    assert not [pid for pid in family if alive(pid)]
     assert "run     | stopped" in log.read_text()
 
 
 @pytest.mark.slow
 def test_run_stops_everything_and_fails_when_a_child_dies(tmp_path, runtime_server):
     runtime_server.reset()
-    process, log = _start_run(tmp_path, runtime_server.url)
+    process, log = start_run(
+        tmp_path, MODEL_RUNTIME_URL=runtime_server.url, MODEL_RUNTIME_API="ollama"
+    )
     try:
-        _wait_for_line(process, log, "ready: ", timeout=120)
-        family = _descendants(process.pid)
+        wait_for_line(process, log, "ready: ", timeout=120)
+        family = descendants(process.pid)
         web = next(
             pid
             for pid in family
@@ -347,7 +270,7 @@ def test_run_stops_everything_and_fails_when_a_child_dies(tmp_path, runtime_serv
             os.killpg(process.pid, signal.SIGKILL)
     assert returncode == 1
     assert "web exited with status -9; stopping the others" in log.read_text()
-    assert not [pid for pid in family if _alive(pid)]
+    assert not [pid for pid in family if alive(pid)]
 
 
 def test_a_port_is_busy_while_listened_on_and_free_in_time_wait():
@@ -366,3 +289,24 @@ def test_a_port_is_busy_while_listened_on_and_free_in_time_wait():
     listener.close()
     client.close()
     assert embedded_runtime.port_is_free(port)
+
+
+def test_the_embedded_runtime_does_not_inherit_what_would_reconfigure_it():
+    env = run.embedded_runtime.server_env(
+        {
+            "PATH": "/usr/bin",
+            "HOME": "/root",
+            "PORT": "8000",  # the web's: llama_cpp.server would listen there
+            "HOST": "0.0.0.0",
+            "API_KEY": "x",  # would make the runtime demand a key
+            "DATABASE_URL": "postgres://secret@db/x",
+            "GGML_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+    )
+    assert env == {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "GGML_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
