@@ -250,11 +250,13 @@ def fresh_clone(args: argparse.Namespace) -> int:
             os.killpg(make.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         returncode = make.wait(timeout=120)
     left = [pid for pid in family if alive(pid)]
+    # make ends itself with the SIGINT it got once its child is done ("Interrupt").
+    clean = returncode in (0, -signal.SIGINT)
     print(
-        f"After Ctrl-C: make exited {returncode}; {len(family)} processes had been started, "
-        f"{len(left)} still alive {left or ''}"
+        f"After Ctrl-C: make exited {returncode} ({'clean' if clean else 'NOT clean'}); "
+        f"{len(family)} processes had been started, {len(left)} still alive {left or ''}"
     )
-    return 0 if returncode == 0 and not left else 1
+    return 0 if clean and not left else 1
 
 
 def main() -> int:
