@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -31,6 +32,7 @@ class StrictDictField(serializers.DictField):
         return dict(data)
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "integer"}]})
 class StringOrIntegerField(serializers.Field):
     """A non-empty string or an integer (not a boolean), kept as its string form."""
 

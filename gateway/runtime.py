@@ -71,6 +71,10 @@ class Generation:
 
 def _make_session() -> requests.Session:
     session = requests.Session()
+    # Runtimes are configured explicitly (MODEL_RUNTIME_URL, the routing table): no
+    # HTTP(S)_PROXY / NO_PROXY / ~/.netrc from the environment. Reading those costs a scan
+    # of os.environ and a file lookup on every call (0.2 ms of CPU here, ~7% of a request).
+    session.trust_env = False
     adapter = HTTPAdapter(pool_connections=16, pool_maxsize=64, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)

@@ -5,6 +5,7 @@ from gateway.fields import StrictCharField, StrictDictField
 
 class LLMRequestSerializer(serializers.Serializer):
     # api_key is checked before this serializer runs (401 comes before 400 on fields).
+    api_key = StrictCharField(help_text="Checked first: 401 invalid_api_key unless live.")
     model = StrictCharField(max_length=200)
     prompt = StrictCharField()
     options = StrictDictField(required=False)

@@ -42,7 +42,8 @@ class ModelCallView(APIView):
     parser_classes: list = []
 
     @extend_schema(
-        request=LLMRequestSerializer,
+        # Named explicitly: the view reads the body itself (no DRF parsers to infer it from).
+        request={"application/json": LLMRequestSerializer},
         responses={200: LLMSuccessResponseSerializer, **_ERRORS},
         description=(
             "Forwards exactly `prompt` (no history, none stored) with `model` and `options` "

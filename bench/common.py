@@ -1,0 +1,688 @@
+"""Shared pieces of the benchmarks: throwaway databases, the service under gunicorn, a
+loopback model runtime, a load generator and the figures.
+
+Everything listens on and talks to loopback only, and every run is bounded in requests and
+in time. A benchmark puts them together, for example::
+
+    with runtime_process() as runtime, sqlite_database() as db_url:
+        env = service_env(db_url, runtime_url=runtime.url)
+        manage(env, "migrate")
+        key = create_api_key(env, name="bench")
+        body = {"api_key": key, "model": "bench-model", "prompt": "hi"}
+        with gunicorn(env) as server:
+            result = run_load(f"{server.url}/api.php", body, concurrency=16, requests=5000,
+                              seconds=10)
+            print(result.rps, result.p50_ms)
+
+The service's settings come from the environment exactly as in production (DEBUG=0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import math
+import multiprocessing
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+def python() -> str:
+    """The project's interpreter (the venv's when it exists)."""
+    venv = PROJECT_DIR / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_answering(url: str, *, timeout: float = 30.0, process=None) -> None:
+    """Polls ``GET url`` until it answers 200; raises if ``process`` dies or time runs out."""
+    parts = urlsplit(url)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{url}: the server exited with status {process.returncode}")
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=2)
+        try:
+            conn.request("GET", parts.path or "/")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        finally:
+            conn.close()
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
+
+
+def _stop(process: subprocess.Popen, *, timeout: float = 15.0) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# --- Databases --------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str = "llmgw-bench-") -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sqlite_database() -> Iterator[str]:
+    """The URL of a fresh SQLite file, deleted afterwards."""
+    with temp_dir("llmgw-bench-sqlite-") as path:
+        yield f"sqlite:///{path / 'db.sqlite3'}"
+
+
+@contextlib.contextmanager
+def postgres_database(admin_url: str = PG_ADMIN_URL) -> Iterator[str]:
+    """The URL of a throwaway PostgreSQL database, created now and dropped afterwards."""
+    import psycopg
+
+    name = f"llmgw_bench_{os.getpid()}_{secrets.token_hex(3)}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- The service ------------------------------------------------------------------------
+
+
+def service_env(database_url: str, *, runtime_url: str, var_dir: Path | None = None, **extra):
+    """The environment of one service instance, as production would set it (DEBUG=0)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PYTHONPATH": str(PROJECT_DIR),
+        "DEBUG": "0",
+        "SECRET_KEY": secrets.token_urlsafe(48),
+        "ALLOWED_HOSTS": f"{LOOPBACK},localhost",
+        "DATABASE_URL": database_url,
+        "MODEL_RUNTIME_URL": runtime_url,
+        "MODEL_RUNTIME_API": "ollama",
+        "LOG_LEVEL": "WARNING",
+    }
+    if var_dir is not None:
+        env["VAR_DIR"] = str(var_dir)
+    env.update({name: str(value) for name, value in extra.items()})
+    return env
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
+    """Runs ``manage.py <args>`` with ``env``; returns its standard output."""
+    result = subprocess.run(
+        [python(), "manage.py", *args],
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def create_api_key(env: dict[str, str], *, name: str, rate_limit: int = 0, scopes: str = "model"):
+    """A new key made by the service's own command (the plain key is its last line)."""
+    out = manage(
+        env, "create_api_key", "--name", name, "--scopes", scopes, "--rate-limit", str(rate_limit)
+    )
+    return out.strip().splitlines()[-1]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How gunicorn runs ``config.wsgi``."""
+
+    workers: int = 2
+    threads: int = 8
+    worker_class: str = "gthread"
+
+    def __str__(self) -> str:
+        threads = f"x{self.threads}" if self.worker_class == "gthread" else ""
+        return f"{self.worker_class} {self.workers}{threads}"
+
+    def args(self) -> list[str]:
+        args = ["--workers", str(self.workers), "--worker-class", self.worker_class]
+        if self.worker_class == "gthread":
+            args += ["--threads", str(self.threads)]
+        return args
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict[str, str], config: ServerConfig = ServerConfig()) -> Iterator[Server]:
+    """The production server on a free loopback port, answering; yields its URL and pid."""
+    port = free_port()
+    with temp_dir("llmgw-bench-gunicorn-") as logs:
+        log = logs / "gunicorn.log"
+        process = subprocess.Popen(
+            [
+                python(),
+                "-m",
+                "gunicorn",
+                "config.wsgi",
+                "--bind",
+                f"{LOOPBACK}:{port}",
+                *config.args(),
+                "--error-logfile",
+                str(log),
+                "--log-level",
+                "warning",
+                "--keep-alive",
+                "30",
+            ],
+            cwd=PROJECT_DIR,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        base_url = f"http://{LOOPBACK}:{port}"
+        try:
+            wait_until_answering(f"{base_url}/healthz", process=process)
+            yield Server(base_url, process.pid)
+        except BaseException:
+            if log.exists():
+                sys.stderr.write(log.read_text()[-4000:])
+            raise
+        finally:
+            _stop(process)
+
+
+# --- A loopback model runtime -----------------------------------------------------------
+
+_RUNTIME_SERVER = """
+import sys, threading
+from tests.runtime_server import RuntimeServer
+server = RuntimeServer(port=int(sys.argv[1]), models=tuple(sys.argv[2:])).start()
+threading.Event().wait()
+"""
+
+RUNTIMES = {
+    "fast": "bench.common fast Ollama stub (asyncio, own process)",
+    "tests": "tests/runtime_server.RuntimeServer (threads, own process)",
+}
+
+
+@contextlib.contextmanager
+def runtime_process(
+    models: Sequence[str] = ("bench-model",), kind: str = "fast"
+) -> Iterator[Server]:
+    """A model runtime on loopback in its own process (so that it competes with neither the
+    client nor the service for a GIL) that answers at once; yields its base URL.
+
+    ``kind="tests"`` is tests/runtime_server.RuntimeServer, the suite's full fake (Ollama and
+    OpenAI protocols, threads); ``kind="fast"`` is :func:`serve_fast_runtime`, which speaks
+    only what ``/api.php`` needs of Ollama with a fraction of the CPU per call, leaving the
+    two cores to the service under test.
+    """
+    port = free_port()
+    if kind == "tests":
+        command = [python(), "-c", _RUNTIME_SERVER, str(port), *models]
+    else:
+        command = [python(), "-m", "bench.common", "fast-runtime", str(port), *models]
+    process = subprocess.Popen(
+        command,
+        cwd=PROJECT_DIR,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"http://{LOOPBACK}:{port}"
+    try:
+        wait_until_answering(f"{url}/api/tags", process=process)
+        yield Server(url, process.pid)
+    finally:
+        _stop(process)
+
+
+class _FastRuntime(asyncio.Protocol):
+    """HTTP/1.1 keep-alive, Ollama's ``POST /api/generate`` (not streamed) and
+    ``GET /api/tags``; the answer is ``"echo: " + prompt``, like RuntimeServer's default."""
+
+    def __init__(self, models: frozenset[str]) -> None:
+        self.models = models
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buffer[:end].decode("latin-1").split("\r\n")
+            length = 0
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            if len(self.buffer) < end + 4 + length:
+                return
+            body = self.buffer[end + 4 : end + 4 + length]
+            self.buffer = self.buffer[end + 4 + length :]
+            method, path = head[0].split(" ")[:2]
+            self.answer(*self.handle(method, path, body))
+
+    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+        if method == "GET" and path == "/api/tags":
+            return 200, {"models": [{"name": name, "model": name} for name in self.models]}
+        if method != "POST" or path != "/api/generate":
+            return 404, {"error": "not found"}
+        try:
+            request = json.loads(body)
+            model, prompt = request["model"], request["prompt"]
+        except (ValueError, KeyError, TypeError):
+            return 400, {"error": "invalid request"}
+        if model not in self.models:
+            return 404, {"error": f"model '{model}' not found"}
+        text = f"echo: {prompt}"
+        return 200, {
+            "model": model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "response": text,
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": len(prompt.split()),
+            "eval_count": len(text.split()),
+        }
+
+    def answer(self, status: int, data: dict) -> None:
+        payload = json.dumps(data).encode()
+        head = (
+            f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+        )
+        assert self.transport is not None
+        self.transport.write(head.encode() + payload)
+
+
+def serve_fast_runtime(port: int, models: Sequence[str]) -> None:
+    """Serves :class:`_FastRuntime` on loopback until the process is stopped."""
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            lambda: _FastRuntime(frozenset(models)), LOOPBACK, port, backlog=256
+        )
+        async with server:
+            await server.serve_forever()
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    asyncio.run(serve())
+
+
+# --- CPU accounting (Linux /proc) ---------------------------------------------------------
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and its live descendants (empty where /proc is not available)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit() and (fields := _proc_stat(int(entry))):
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def postgres_backends(database: str) -> list[int]:
+    """The server processes serving connections to ``database``."""
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                words = cmdline.read().replace(b"\0", b" ").decode(errors="replace").split()
+        except OSError:
+            continue
+        # "postgres: [cluster: ]user database host(port) state"
+        if words and words[0] == "postgres:" and database in words:
+            pids.append(int(entry))
+    return pids
+
+
+def cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
+    """User plus system CPU seconds used so far by each of ``pids`` that is alive."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {}
+    for pid in pids:
+        if fields := _proc_stat(pid):
+            used[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return used
+
+
+# --- Load -------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadResult:
+    """What a load run measured. Latencies are in milliseconds."""
+
+    requests: int
+    seconds: float
+    errors: int
+    p50_ms: float
+    p99_ms: float
+    tool: str
+    latencies_ms: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of sorted ``values``, nearest-rank."""
+    if not values:
+        return math.nan
+    rank = max(1, math.ceil(q / 100 * len(values)))
+    return values[min(rank, len(values)) - 1]
+
+
+def check_answer(url: str, body: dict) -> dict:
+    """One request, which must answer 200 with a JSON body (raises otherwise)."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request("POST", parts.path, json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        data = response.read()
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise RuntimeError(f"POST {url} answered {response.status}: {data[:500]!r}")
+    return json.loads(data)
+
+
+def wrk_path() -> str | None:
+    return None if os.environ.get("BENCH_NO_WRK") else shutil.which("wrk")
+
+
+def run_load(
+    url: str,
+    body: dict,
+    *,
+    concurrency: int,
+    requests: int,
+    seconds: float,
+    threads: int | None = None,
+) -> LoadResult:
+    """POSTs ``body`` to ``url`` over ``concurrency`` keep-alive connections until
+    ``requests`` answers or ``seconds`` have passed, whichever comes first.
+
+    Uses wrk (C, with a Lua script for the body and the request cap) when it is installed,
+    else keep-alive ``http.client`` connections spread over processes.
+    """
+    wrk = wrk_path()
+    if wrk:
+        return _wrk_load(wrk, url, body, concurrency, requests, seconds, threads)
+    return _python_load(url, body, concurrency, requests, seconds)
+
+
+_WRK_SCRIPT = """
+-- Elapsed time from the first request to the last answer, on the monotonic clock (wrk's
+-- own duration is always the whole -d, even when every thread stopped early).
+local ok, ffi = pcall(require, "ffi")
+local now_us = function() return 0 end
+if ok then
+  ffi.cdef[[
+    typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+    int clock_gettime(int clk_id, bench_timespec *tp);
+  ]]
+  local ts = ffi.new("bench_timespec")
+  now_us = function()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) * 1000000 + tonumber(ts.tv_nsec) / 1000
+  end
+end
+
+wrk.method = "POST"
+wrk.body = [==[%(body)s]==]
+wrk.headers["Content-Type"] = "application/json"
+local limit = %(limit)d
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  count = 0
+  first_us = now_us()
+  last_us = first_us
+end
+
+function response(status, headers, body)
+  count = count + 1
+  last_us = now_us()
+  if count == limit then
+    io.write("STOPPED\\n")
+    io.flush()
+    wrk.thread:stop()
+  end
+end
+
+function done(summary, latency, requests)
+  local first, last = nil, nil
+  for _, t in ipairs(threads) do
+    local f, l = t:get("first_us"), t:get("last_us")
+    if first == nil or f < first then first = f end
+    if last == nil or l > last then last = l end
+  end
+  local e = summary.errors
+  io.write(string.format("BENCH %%d %%d %%d %%d %%d %%d\\n", summary.requests,
+    summary.duration, last - first, e.connect + e.read + e.write + e.status + e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def _wrk_load(
+    wrk: str,
+    url: str,
+    body: dict,
+    concurrency: int,
+    requests: int,
+    seconds: float,
+    threads: int | None,
+) -> LoadResult:
+    threads = max(1, min(threads or os.cpu_count() or 1, concurrency))
+    script = _WRK_SCRIPT % {"body": json.dumps(body), "limit": math.ceil(requests / threads)}
+    with temp_dir("llmgw-bench-wrk-") as path:
+        (path / "post.lua").write_text(script)
+        process = subprocess.Popen(
+            [
+                wrk,
+                f"-t{threads}",
+                f"-c{concurrency}",
+                f"-d{max(1, math.ceil(seconds))}s",
+                "--timeout",
+                "10s",
+                "-s",
+                str(path / "post.lua"),
+                url,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines, stopped = [], 0
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            stopped += line.startswith("STOPPED")
+            if stopped == threads:
+                # Every thread reached its share; wrk would still sleep until -d is over.
+                process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        stderr = process.stderr.read() if process.stderr else ""
+    line = next((ln for ln in lines if ln.startswith("BENCH ")), None)
+    if process.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed:\n{''.join(lines)}\n{stderr}")
+    done, duration_us, elapsed_us, errors, p50_us, p99_us = (int(v) for v in line.split()[1:])
+    return LoadResult(
+        requests=done,
+        seconds=(elapsed_us or duration_us) / 1e6,
+        errors=errors,
+        p50_ms=p50_us / 1000,
+        p99_ms=p99_us / 1000,
+        tool="wrk",
+    )
+
+
+def _python_connection_loop(
+    url: str, payload: bytes, count: int, deadline: float
+) -> tuple[list[float], int]:
+    """One keep-alive connection sending ``payload`` ``count`` times (or until ``deadline``)."""
+    parts = urlsplit(url)
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(payload))}
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    latencies: list[float] = []
+    errors = 0
+    try:
+        for _ in range(count):
+            if time.perf_counter() >= deadline:
+                break
+            started = time.perf_counter()
+            try:
+                conn.request("POST", parts.path, payload, headers)
+                response = conn.getresponse()
+                response.read()
+            except (OSError, http.client.HTTPException):
+                errors += 1
+                conn.close()
+                continue
+            latencies.append((time.perf_counter() - started) * 1000)
+            if response.status >= 400:
+                errors += 1
+    finally:
+        conn.close()
+    return latencies, errors
+
+
+def _python_process(args: tuple[str, bytes, list[int], float]) -> tuple[list[float], int]:
+    url, payload, counts, seconds = args
+    deadline = time.perf_counter() + seconds
+    results: list[tuple[list[float], int]] = [([], 0)] * len(counts)
+
+    def run(index: int, count: int) -> None:
+        results[index] = _python_connection_loop(url, payload, count, deadline)
+
+    workers = [threading.Thread(target=run, args=item) for item in enumerate(counts)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return [ms for lat, _ in results for ms in lat], sum(err for _, err in results)
+
+
+def _python_load(
+    url: str, body: dict, concurrency: int, requests: int, seconds: float
+) -> LoadResult:
+    payload = json.dumps(body).encode()
+    counts = [requests // concurrency + (i < requests % concurrency) for i in range(concurrency)]
+    processes = min(concurrency, os.cpu_count() or 1, 4)
+    shares = [counts[i::processes] for i in range(processes)]
+    started = time.perf_counter()
+    if processes == 1:
+        outcomes = [_python_process((url, payload, shares[0], seconds))]
+    else:
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            outcomes = pool.map(_python_process, [(url, payload, s, seconds) for s in shares])
+    elapsed = time.perf_counter() - started
+    latencies = sorted(ms for lat, _ in outcomes for ms in lat)
+    return LoadResult(
+        requests=len(latencies),
+        seconds=elapsed,
+        errors=sum(err for _, err in outcomes),
+        p50_ms=percentile(latencies, 50),
+        p99_ms=percentile(latencies, 99),
+        tool="python http.client",
+        latencies_ms=latencies,
+    )
+
+
+# --- Figures ----------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain text table, numbers right-aligned."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(
+            value.rjust(width) if index else value.ljust(width)
+            for index, (value, width) in enumerate(zip(row, widths, strict=True))
+        )
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([line(cells[0]), rule, *(line(row) for row in cells[1:])])
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["fast-runtime"]:
+    serve_fast_runtime(int(sys.argv[2]), sys.argv[3:])

@@ -1,0 +1,236 @@
+"""Benchmark of ``POST /api.php`` under the production server, on SQLite and PostgreSQL.
+
+    .venv/bin/python bench/gateway.py [--requests N] [--seconds S]
+
+For each database (a migrated SQLite temp file; a throwaway PostgreSQL database created
+and dropped here) it starts gunicorn on ``config.wsgi`` with a key made by
+``create_api_key`` (no rate limit), in front of a loopback model runtime that answers at
+once, and reports:
+
+* latency p50 / p99 at concurrency 1 of direct runtime calls and of calls through
+  ``/api.php``, and the gateway's overhead (the difference of the p50s);
+* requests per second through ``/api.php`` at concurrency 16, with the CPU time that
+  gunicorn and the database spent per request (figures that noise on a shared machine
+  moves less than requests per second).
+
+Each run stops after N requests or S seconds, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    RUNTIMES,
+    LoadResult,
+    ServerConfig,
+    check_answer,
+    cpu_seconds,
+    create_api_key,
+    gunicorn,
+    manage,
+    postgres_backends,
+    postgres_database,
+    process_tree,
+    run_load,
+    runtime_process,
+    service_env,
+    sqlite_database,
+    table,
+    temp_dir,
+    wrk_path,
+)
+
+MODEL = "bench-model"
+PROMPT = "Say something short."
+TARGET_OVERHEAD_MS = 3.0
+TARGET_RPS = 400
+DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=5000, help="cap of requests per run")
+    parser.add_argument("--seconds", type=float, default=10.0, help="cap of seconds per run")
+    parser.add_argument("--concurrency", type=int, default=16, help="of the throughput run")
+    parser.add_argument(
+        "--databases", default="sqlite,postgres", help="comma-separated: sqlite, postgres"
+    )
+    parser.add_argument("--runtime", default="fast", choices=tuple(RUNTIMES))
+    parser.add_argument("--workers", type=int, default=ServerConfig.workers)
+    parser.add_argument("--threads", type=int, default=ServerConfig.threads)
+    parser.add_argument(
+        "--worker-class", default=ServerConfig.worker_class, choices=("gthread", "sync")
+    )
+    args = parser.parse_args(argv)
+    unknown = set(args.databases.split(",")) - set(DATABASES)
+    if unknown:
+        parser.error(f"unknown database(s): {', '.join(sorted(unknown))}")
+    if args.requests < 1 or args.seconds <= 0 or args.concurrency < 1:
+        parser.error("--requests, --seconds and --concurrency must be positive")
+    return args
+
+
+@dataclass
+class Figures:
+    database: str
+    direct: LoadResult
+    single: LoadResult
+    loaded: LoadResult
+    server_cpu_ms: float | None  # gunicorn (master and workers) CPU per request at load
+    db_cpu_ms: float | None  # PostgreSQL backends' CPU per request at load
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.single.p50_ms - self.direct.p50_ms
+
+    @property
+    def errors(self) -> int:
+        return self.direct.errors + self.single.errors + self.loaded.errors
+
+    def row(self) -> list[object]:
+        def ms(value: float | None) -> object:
+            return "-" if value is None else value
+
+        return [
+            self.database,
+            self.direct.p50_ms,
+            self.direct.p99_ms,
+            self.single.p50_ms,
+            self.single.p99_ms,
+            self.overhead_ms,
+            round(self.loaded.rps),
+            self.loaded.p50_ms,
+            self.loaded.p99_ms,
+            ms(self.server_cpu_ms),
+            ms(self.db_cpu_ms),
+            self.errors,
+        ]
+
+
+HEADERS = [
+    "database",
+    "direct p50",
+    "direct p99",
+    "api.php p50",
+    "api.php p99",
+    "overhead p50",
+    "req/s c={c}",
+    "p50 c={c}",
+    "p99 c={c}",
+    "gunicorn cpu/req",
+    "db cpu/req",
+    "errors",
+]
+
+
+def bench_database(name: str, runtime_url: str, args: argparse.Namespace) -> Figures:
+    config = ServerConfig(args.workers, args.threads, args.worker_class)
+    direct_url = f"{runtime_url}/api/generate"
+    direct_body = {"model": MODEL, "prompt": PROMPT, "stream": False}
+
+    def load(url: str, body: dict, concurrency: int) -> LoadResult:
+        result = run_load(
+            url, body, concurrency=concurrency, requests=args.requests, seconds=args.seconds
+        )
+        print(
+            f"[{name}] {urlsplit(url).path} c={concurrency}: {result.requests} requests "
+            f"in {result.seconds:.1f} s, {result.errors} errors",
+            file=sys.stderr,
+        )
+        return result
+
+    with DATABASES[name]() as database_url, temp_dir() as var_dir:
+        env = service_env(database_url, runtime_url=runtime_url, var_dir=var_dir)
+        print(f"[{name}] migrate, create_api_key, start gunicorn ({config})", file=sys.stderr)
+        manage(env, "migrate", "--no-input")
+        key = create_api_key(env, name="bench", rate_limit=0)
+        body = {"api_key": key, "model": MODEL, "prompt": PROMPT, "options": {"seed": 1}}
+        with gunicorn(env, config) as server:
+            api_url = f"{server.url}/api.php"
+            answer = check_answer(api_url, body)
+            if answer.get("ok") is not True or answer.get("response") != f"echo: {PROMPT}":
+                raise RuntimeError(f"unexpected answer from /api.php: {answer}")
+            # Warm up every worker thread and database connection.
+            run_load(
+                api_url,
+                body,
+                concurrency=args.concurrency,
+                requests=min(args.requests, 1000),
+                seconds=min(args.seconds, 5),
+            )
+            direct = load(direct_url, direct_body, 1)
+            single = load(api_url, body, 1)
+
+            database = urlsplit(database_url).path.lstrip("/") if name == "postgres" else None
+            server_pids = process_tree(server.pid)
+            db_pids = postgres_backends(database) if database else []
+            before = cpu_seconds(server_pids), cpu_seconds(db_pids)
+            loaded = load(api_url, body, args.concurrency)
+            after = cpu_seconds(server_pids), cpu_seconds(db_pids)
+
+    def per_request(index: int, pids: list[int]) -> float | None:
+        if not pids or not loaded.requests:
+            return None
+        used = sum(after[index].get(pid, 0.0) - before[index].get(pid, 0.0) for pid in pids)
+        return 1000 * used / loaded.requests
+
+    return Figures(
+        name,
+        direct,
+        single,
+        loaded,
+        server_cpu_ms=per_request(0, server_pids),
+        db_cpu_ms=per_request(1, db_pids),
+    )
+
+
+def verdict(figures: list[Figures], concurrency: int) -> str:
+    parts, met = [], True
+    for fig in figures:
+        ok = fig.overhead_ms <= TARGET_OVERHEAD_MS
+        met &= ok
+        parts.append(
+            f"{fig.database} overhead p50 {fig.overhead_ms:.2f} ms "
+            f"{'<=' if ok else '>'} {TARGET_OVERHEAD_MS:g} ms"
+        )
+        if fig.database == "postgres":
+            ok = fig.loaded.rps >= TARGET_RPS
+            met &= ok
+            parts.append(
+                f"postgres {fig.loaded.rps:.0f} req/s at c={concurrency} "
+                f"{'>=' if ok else '<'} {TARGET_RPS}"
+            )
+    return "targets: " + "; ".join(parts) + (" -- met" if met else " -- MISSED")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    config = ServerConfig(args.workers, args.threads, args.worker_class)
+    tool = "wrk" if wrk_path() else "python http.client (wrk not found)"
+    print(
+        f"gateway benchmark: gunicorn {config} (config.wsgi, DEBUG=0); runtime "
+        f"{RUNTIMES[args.runtime]}; load {tool}; {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.2f}; Python {platform.python_version()}; each run capped at "
+        f"{args.requests} requests / {args.seconds:g} s; times in ms"
+    )
+    figures = []
+    with runtime_process(models=(MODEL,), kind=args.runtime) as runtime:
+        for name in args.databases.split(","):
+            figures.append(bench_database(name, runtime.url, args))
+    c = args.concurrency
+    print(table([h.format(c=c) for h in HEADERS], [fig.row() for fig in figures]))
+    print(verdict(figures, c))
+    return 1 if any(fig.errors for fig in figures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

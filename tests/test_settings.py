@@ -1,0 +1,181 @@
+"""Settings from the environment fail loudly, and the documented production setup is clean."""
+
+import os
+import secrets
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+NAME = "LLMGW_TEST_SETTING"
+
+
+@pytest.fixture
+def setenv(monkeypatch):
+    def set_value(value: str) -> None:
+        monkeypatch.setenv(NAME, value)
+
+    monkeypatch.delenv(NAME, raising=False)
+    return set_value
+
+
+# --- The helpers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ["maybe", "2", "yes please", "tru"])
+def test_env_bool_refuses_a_malformed_value(setenv, raw):
+    setenv(raw)
+    with pytest.raises(ImproperlyConfigured, match=NAME):
+        env_bool(NAME)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("1", True), ("TRUE", True), (" yes ", True), ("on", True), ("0", False), ("off", False)],
+)
+def test_env_bool_reads_the_usual_spellings(setenv, raw, expected):
+    setenv(raw)
+    assert env_bool(NAME, not expected) is expected
+
+
+def test_env_bool_reads_an_empty_value_as_false(setenv):
+    setenv("")
+    assert env_bool(NAME, True) is False
+
+
+def test_env_bool_defaults_when_unset(setenv):
+    assert env_bool(NAME, True) is True
+
+
+@pytest.mark.parametrize("raw", ["ten", "1.5", "0x10", "12 workers"])
+def test_env_int_refuses_a_malformed_value(setenv, raw):
+    setenv(raw)
+    with pytest.raises(ImproperlyConfigured, match=NAME):
+        env_int(NAME, 1)
+
+
+def test_env_int_refuses_a_value_below_its_minimum(setenv):
+    setenv("-1")
+    with pytest.raises(ImproperlyConfigured, match="at least 0"):
+        env_int(NAME, 1, minimum=0)
+
+
+def test_env_int_reads_a_value_and_defaults_when_unset_or_empty(setenv):
+    assert env_int(NAME, 7) == 7
+    setenv("")
+    assert env_int(NAME, 7) == 7
+    setenv(" 42 ")
+    assert env_int(NAME, 7, minimum=0) == 42
+
+
+@pytest.mark.parametrize("raw", ["fast", "1,5", "3s"])
+def test_env_float_refuses_a_malformed_value(setenv, raw):
+    setenv(raw)
+    with pytest.raises(ImproperlyConfigured, match=NAME):
+        env_float(NAME, 1.0)
+
+
+def test_env_float_refuses_a_value_below_its_minimum(setenv):
+    setenv("0.001")
+    with pytest.raises(ImproperlyConfigured, match=r"at least 0\.01"):
+        env_float(NAME, 1.0, minimum=0.01)
+
+
+def test_env_float_reads_a_value(setenv):
+    setenv("2.5")
+    assert env_float(NAME, 1.0) == 2.5
+
+
+def test_env_choice_refuses_a_value_outside_its_choices(setenv):
+    setenv("llamafile")
+    with pytest.raises(ImproperlyConfigured, match="ollama, openai"):
+        env_choice(NAME, "ollama", ("ollama", "openai"))
+
+
+def test_env_choice_reads_a_value_and_defaults_when_unset(setenv):
+    assert env_choice(NAME, "ollama", ("ollama", "openai")) == "ollama"
+    setenv(" openai ")
+    assert env_choice(NAME, "ollama", ("ollama", "openai")) == "openai"
+
+
+def test_env_list_and_env_str_read_plain_values(setenv):
+    assert env_list(NAME, ["localhost"]) == ["localhost"]
+    assert env_str(NAME, "fallback") == "fallback"
+    setenv(" a.example , b.example,, ")
+    assert env_list(NAME) == ["a.example", "b.example"]
+    assert env_str(NAME) == " a.example , b.example,, "
+
+
+# --- The whole settings module, in a fresh process ----------------------------------------
+
+
+def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``manage.py <args>`` in a clean environment (only ``env`` and PATH)."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=PROJECT_DIR,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def production_env(tmp_path: Path) -> dict[str, str]:
+    """The production variables the README documents."""
+    alphabet = string.ascii_letters + string.digits + string.punctuation.replace("'", "")
+    return {
+        "DEBUG": "0",
+        "SECRET_KEY": "".join(secrets.choice(alphabet) for _ in range(60)),
+        "ALLOWED_HOSTS": "example.com",
+        "SECURE_SSL_REDIRECT": "1",
+        "SECURE_HSTS_SECONDS": "31536000",
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+        "SECURE_HSTS_PRELOAD": "1",
+        "SESSION_COOKIE_SECURE": "1",
+        "CSRF_COOKIE_SECURE": "1",
+        "BEHIND_TLS_PROXY": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "VAR_DIR": str(tmp_path / "var"),
+    }
+
+
+@pytest.mark.slow
+def test_check_deploy_reports_nothing_with_the_documented_production_settings(tmp_path):
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=production_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+@pytest.mark.slow
+def test_check_deploy_warns_when_the_production_settings_are_missing(tmp_path):
+    env = {"DEBUG": "1", "SECRET_KEY": "short", "VAR_DIR": str(tmp_path / "var")}
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert result.returncode != 0
+    for check in ("security.W004", "security.W008", "security.W009", "security.W018"):
+        assert check in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DEBUG", "maybe"),
+        ("SECURE_HSTS_SECONDS", "a year"),
+        ("MODEL_RUNTIME_API", "llamafile"),
+        ("DATABASE_URL", "mysql://root@127.0.0.1/llmgw"),
+        ("RUNTIME_READ_TIMEOUT", "0"),
+    ],
+)
+def test_a_malformed_variable_stops_the_process_at_start(tmp_path, name, value):
+    env = {**production_env(tmp_path), name: value}
+    result = manage("check", env=env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert name in result.stderr
