@@ -177,6 +177,8 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "2.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # A started job's status and any job's status are two choice sets named "status".
+    "ENUM_NAME_OVERRIDES": {"JobStartStatusEnum": ["queued", "running"]},
 }
 
 # --- Model runtime ----------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Key authentication of the /agent/... endpoints: ``Authorization: Bearer <key>`` or
 ``X-API-Key: <key>``, the same keys as ``/api.php``, with the ``agent`` scope."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -28,3 +29,17 @@ class HasAgentScope(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
         services.api_key_require_scope(request.auth, Scope.AGENT)  # raises 403 forbidden
         return True
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents :class:`ApiKeyAuthentication` in the OpenAPI schema (found by subclassing)."""
+
+    target_class = ApiKeyAuthentication
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key with the `agent` scope; `X-API-Key: <key>` also works.",
+        }
