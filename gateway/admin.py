@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db import models
 
 from gateway import services
 from gateway.models import ApiKey, ModelRoute, RuntimeEndpoint, Scope, UsageRecord
@@ -97,6 +98,8 @@ class ModelRouteInline(admin.TabularInline):
 
 @admin.register(RuntimeEndpoint)
 class RuntimeEndpointAdmin(admin.ModelAdmin):
+    # "10.0.0.5:11434" means http: runtimes rarely speak TLS (Django 6 would assume https).
+    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
     list_display = ("name", "base_url", "api", "enabled", "created_at")
     list_filter = ("api", "enabled")
     search_fields = ("name", "base_url")

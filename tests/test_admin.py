@@ -388,3 +388,22 @@ def test_runtime_endpoints_are_edited_with_their_routes_inline(staff_client):
     endpoint = RuntimeEndpoint.objects.get(name="gpu-1")
     [route] = endpoint.routes.all()
     assert (route.model, route.upstream_model) == ("test-model", "llama3:8b")
+
+
+def test_a_runtime_address_without_a_scheme_is_taken_as_http(staff_client):
+    response = staff_client.post(
+        reverse("admin:gateway_runtimeendpoint_add"),
+        {
+            "name": "lan",
+            "base_url": "10.0.0.5:11434",
+            "api": "ollama",
+            "api_key": "",
+            "enabled": "on",
+            "routes-TOTAL_FORMS": "0",
+            "routes-INITIAL_FORMS": "0",
+            "routes-MIN_NUM_FORMS": "0",
+            "routes-MAX_NUM_FORMS": "1000",
+        },
+    )
+    assert response.status_code == 302, response.content
+    assert RuntimeEndpoint.objects.get(name="lan").base_url == "http://10.0.0.5:11434"
