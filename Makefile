@@ -27,8 +27,8 @@ install: $(VENV)/.installed
 # changing them). Not quiet: the first build takes minutes and should be seen to progress.
 LOCAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 $(VENV)/.installed-local: pyproject.toml | $(VENV)/.installed
-	@echo "Installing the local model runtime: llama-cpp-python builds from source (about"
-	@echo "6 minutes and a 315 MB download the first time; seconds from pip's wheel cache)."
+	@echo "Installing the local model runtime: llama-cpp-python builds from source (5 to 10"
+	@echo "minutes and a 315 MB download the first time; seconds from pip's wheel cache)."
 	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(PY) -m pip install --progress-bar off -e '.[dev,local]'
 	touch $@
 
