@@ -13,12 +13,13 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    """The variable's value; an empty value counts as unset (as in ``.env.example``)."""
+    return os.environ.get(name) or default
 
 
 def env_bool(name: str, default: bool = False) -> bool:
     raw = os.environ.get(name)
-    if raw is None:
+    if raw is None or raw.strip() == "":
         return default
     value = raw.strip().lower()
     if value in _TRUE:
@@ -56,13 +57,13 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
 
 def env_list(name: str, default: list[str] | None = None) -> list[str]:
     raw = os.environ.get(name)
-    if raw is None:
+    if not raw:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = os.environ.get(name, default).strip()
+    value = (os.environ.get(name) or default).strip()
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
     return value

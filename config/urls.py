@@ -15,6 +15,9 @@ urlpatterns = [
     path("readyz", ReadyView.as_view(), name="readyz"),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("admin/", admin.site.urls),
+    # Every other path answers the envelope's 404 too, even with DEBUG on (Django would
+    # render its HTML debug page); the admin keeps its own.
+    re_path(r"^(?!admin(/|$)|static/)", errors.handler404),
 ]
 
 handler400 = errors.handler400

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -148,6 +149,14 @@ def handler403(request: HttpRequest, exception: Exception | None = None) -> Json
     return json_error(ApiError(403, "forbidden", "You may not do this."))
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
+    """CSRF_FAILURE_VIEW: only session (admin) requests are CSRF-checked; API views are not."""
+    return json_error(
+        ApiError(403, "forbidden", "CSRF verification failed.", details={"reason": reason})
+    )
+
+
+@csrf_exempt
 def handler404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return json_error(ApiError(404, "not_found", f"No endpoint at {request.path}."))
 

@@ -103,6 +103,13 @@ def test_an_unknown_path_answers_the_envelope_404_never_html(client, settings, u
         assert url in body["message"]
 
 
+def test_a_post_to_an_unknown_agent_path_is_a_404_not_a_csrf_page():
+    from django.test import Client
+
+    body = assert_envelope(Client(enforce_csrf_checks=True).post("/agent/nope"), 404, "not_found")
+    assert "/agent/nope" in body["message"]
+
+
 @pytest.mark.urls(__name__)
 @pytest.mark.parametrize("debug", [False, True], ids=["debug-off", "debug-on"])
 def test_a_crash_inside_an_api_view_answers_the_envelope_500(client, settings, debug, caplog):

@@ -44,9 +44,15 @@ def test_env_bool_reads_the_usual_spellings(setenv, raw, expected):
     assert env_bool(NAME, not expected) is expected
 
 
-def test_env_bool_reads_an_empty_value_as_false(setenv):
+def test_env_bool_reads_an_empty_value_as_unset(setenv):
     setenv("")
-    assert env_bool(NAME, True) is False
+    assert env_bool(NAME, True) is True
+    assert env_bool(NAME, False) is False
+
+
+def test_env_str_reads_an_empty_value_as_unset(setenv):
+    setenv("")
+    assert env_str(NAME, "fallback") == "fallback"
 
 
 def test_env_bool_defaults_when_unset(setenv):
