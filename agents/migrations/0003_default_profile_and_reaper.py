@@ -16,7 +16,11 @@ def create_default_profile(apps, schema_editor):
         defaults={
             "description": "The profile used when a request names none.",
             "model": settings.AGENT_MODEL,
-            "options": {"temperature": 0.7, "num_predict": 200, "stop": ["\nUser:", "\nuser:"]},
+            "options": {
+                "temperature": 0.7,
+                "num_predict": 200,
+                "stop": ["\nUser:", "\nuser:", "\nTask:"],
+            },
             "system_prompt": DEFAULT_SYSTEM_PROMPT,
             "context_window": 2048,
             "answer_reserve": 256,
