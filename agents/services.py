@@ -266,6 +266,19 @@ def job_after_run(job: Job) -> None:
 # --- Recovering from dead workers -----------------------------------------------------------
 
 
+def _close_abandoned_steps(job_id: str, *, now: datetime) -> None:
+    """Fails the steps a dead worker left running, so that no step of a reaped job shows
+    ``running`` for ever (and a late ``step_finish`` of that worker changes nothing)."""
+    running = Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING)
+    for step in running.only("pk", "started_at"):
+        Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
+            status=StepStatus.FAILED,
+            finished_at=now,
+            elapsed=round((now - step.started_at).total_seconds(), 3),
+            output={"error": "The worker running this step stopped responding."},
+        )
+
+
 def job_reap(*, now: datetime | None = None) -> dict[str, int]:
     """Recovers jobs whose worker died, and queued jobs whose wake-up was lost.
 
@@ -285,6 +298,7 @@ def job_reap(*, now: datetime | None = None) -> dict[str, int]:
                 status=JobStatus.CANCELLED, finished_at=now, **released
             ):
                 counts["cancelled"] += 1
+                _close_abandoned_steps(job.pk, now=now)
                 _wake_next_chat(job)
         elif job.attempts >= settings.JOB_MAX_ATTEMPTS:
             if Job.objects.filter(lease, status=JobStatus.RUNNING).update(
@@ -297,11 +311,13 @@ def job_reap(*, now: datetime | None = None) -> dict[str, int]:
                 ),
             ):
                 counts["failed"] += 1
+                _close_abandoned_steps(job.pk, now=now)
                 _wake_next_chat(job)
         elif Job.objects.filter(lease, status=JobStatus.RUNNING).update(
             status=JobStatus.QUEUED, enqueued_at=now, **released
         ):
             counts["requeued"] += 1
+            _close_abandoned_steps(job.pk, now=now)
             transaction.on_commit(lambda pk=job.pk: job_enqueue(pk))
     stale = now - timedelta(seconds=settings.JOB_LEASE_SECONDS)
     for pk in (

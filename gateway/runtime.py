@@ -28,7 +28,7 @@ import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
 
-from gateway import routing
+from gateway import abortable, routing
 from gateway.errors import ApiError
 from gateway.routing import Endpoint
 
@@ -76,6 +76,7 @@ def _make_session() -> requests.Session:
     # of os.environ and a file lookup on every call (0.2 ms of CPU here, ~7% of a request).
     session.trust_env = False
     adapter = HTTPAdapter(pool_connections=16, pool_maxsize=64, max_retries=0)
+    abortable.install(adapter)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
@@ -247,48 +248,54 @@ def _stream_once(
 ) -> Generation:
     """Streams the answer, asking ``should_stop`` about every JOB_CANCEL_POLL_SECONDS.
 
-    The socket is read in a helper thread so that a runtime that is slow to send the next
-    token cannot keep us from checking; on stop the response is closed, which ends the
-    generation at the runtime.
+    The request is sent and the socket read in a helper thread, so that neither a runtime
+    slow to answer at all (loading the model, reading a long prompt) nor one slow to send
+    the next token keeps us from checking (a job's check also renews its lease). On stop
+    the connection is cut, which ends the generation at the runtime.
     """
     url, body = _request(endpoint, model, prompt, options, stream=True)
-    try:
-        response = _session.post(
-            url, json=body, headers=_headers(endpoint), timeout=_timeout(), stream=True
-        )
-    except requests.RequestException as exc:
-        raise _transport_error(exc, endpoint) from exc
-    try:
-        _raise_for_status(response, endpoint, model)
-        lines: queue.Queue = queue.Queue()
+    items: queue.Queue = queue.Queue()
+    call = abortable.Abortable()
 
-        def pump() -> None:
-            try:
+    def pump() -> None:
+        try:
+            with call.sending():
+                response = _session.post(
+                    url, json=body, headers=_headers(endpoint), timeout=_timeout(), stream=True
+                )
+            if not call.attach_response(response):
+                return
+            items.put(response)
+            if response.status_code == 200:
                 for line in response.iter_lines():
                     if line:
-                        lines.put(line)
-                lines.put(None)
-            except Exception as exc:  # delivered to the reading side
-                lines.put(exc)
+                        items.put(line)
+                items.put(None)
+        except Exception as exc:  # delivered to the reading side
+            items.put(exc)
 
-        threading.Thread(target=pump, daemon=True, name="runtime-stream").start()
-        pieces: list[str] = []
-        usage: dict | None = None
-        poll = settings.JOB_CANCEL_POLL_SECONDS
-        next_check = time.monotonic()
+    threading.Thread(target=pump, daemon=True, name="runtime-stream").start()
+    pieces: list[str] = []
+    usage: dict | None = None
+    poll = settings.JOB_CANCEL_POLL_SECONDS
+    next_check = time.monotonic()
+    try:
         while True:
             if time.monotonic() >= next_check:
                 if should_stop():
                     raise GenerationCancelled()
                 next_check = time.monotonic() + poll
             try:
-                item = lines.get(timeout=poll)
+                item = items.get(timeout=poll)
             except queue.Empty:
+                continue
+            if isinstance(item, requests.Response):
+                _raise_for_status(item, endpoint, model)
                 continue
             if item is None:
                 break
             if isinstance(item, requests.RequestException):
-                raise _transport_error(item, endpoint)
+                raise _transport_error(item, endpoint) from item
             if isinstance(item, Exception):
                 raise ApiError(
                     502,
@@ -311,7 +318,7 @@ def _stream_once(
             if done:
                 break
     finally:
-        response.close()
+        call.abort()
     p_tokens = c_tokens = None
     if usage:
         if endpoint.api == "ollama":

@@ -10,6 +10,17 @@ from tests.runtime_server import RuntimeServer
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite the test database is a file, not memory (unless TEST_DATABASE_NAME names
+    one): threads then lock it as in production, and a ``qcluster`` subprocess can share it."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3" and not db["TEST"].get("NAME"):
+        db["TEST"]["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
 def runtime_server() -> Iterator[RuntimeServer]:
     from django.conf import settings
 

@@ -1,0 +1,94 @@
+"""Factories of the agents' models for tests."""
+
+import importlib
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.apps import apps
+from django.db import connection
+from django.utils import timezone
+
+from agents.models import ACTIVE, TERMINAL, AgentProfile, Job, JobKind, JobStatus
+from gateway.models import ApiKey
+
+
+def default_profile() -> AgentProfile:
+    """The profile named ``default``, made by its data migration again if a transactional
+    test's flush removed it."""
+    profile = AgentProfile.objects.filter(name="default").first()
+    if profile is None:
+        migration = importlib.import_module("agents.migrations.0003_default_profile_and_reaper")
+        migration.create_default_profile(apps, None)
+        profile = AgentProfile.objects.get(name="default")
+    return profile
+
+
+def make_job(api_key: ApiKey, *, status: str = JobStatus.QUEUED, **fields: Any) -> Job:
+    """A task job of the key's owner in ``status``, with what the constraints ask of it."""
+    now = timezone.now()
+    values: dict[str, Any] = {
+        "owner_id": api_key.owner_id,
+        "api_key": api_key,
+        "kind": JobKind.TASK,
+        "source": "tests",
+        "scope_type": "ticket",
+        "scope_id": "T-1",
+        "task": "Say hello.",
+        "profile": default_profile(),
+        "status": status,
+    }
+    if status in ACTIVE:
+        values.update(
+            lease_owner="another-worker",
+            lease_expires_at=now + timedelta(minutes=1),
+            started_at=now,
+            attempts=1,
+        )
+    if status in TERMINAL:
+        values["finished_at"] = now
+    values.update(fields)
+    return Job.objects.create(**values)
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "") -> Any:
+    """Polls ``condition`` until it is truthy and returns its value; fails after ``timeout``.
+
+    Deadlines are generous on purpose: the machine may be slow, and a passing test never
+    waits for them.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout} s waiting for {what or condition}")
+        time.sleep(0.05)
+
+
+class InThread:
+    """Runs ``func(*args)`` in a thread with its own database connection, closed at the end."""
+
+    def __init__(self, func: Callable[..., Any], *args: Any) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(func, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, func: Callable[..., Any], args: tuple) -> None:
+        try:
+            self.result = func(*args)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            connection.close()
+
+    def join(self, timeout: float = 60.0) -> Any:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the thread did not end"
+        if self.error is not None:
+            raise self.error
+        return self.result

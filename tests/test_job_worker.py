@@ -1,0 +1,252 @@
+"""Jobs on a real ``manage.py qcluster`` subprocess, sharing the test database.
+
+The test process starts jobs through the API and the cluster runs them, on the suite's
+database (a file on SQLite, the test database on PostgreSQL), with the database broker
+or with Redis. The loopback runtime of the test process answers the model calls.
+"""
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import call_command
+from django.db import connection
+from django_q.conf import Conf
+
+from agents import services
+from agents.models import Job, JobStatus, Step, StepKind, StepStatus
+from tests.factories import default_profile, wait_for
+from tests.runtime_server import Reply
+from tests.test_jobs_api import BODY, START, post_json
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
+
+PROJECT = Path(__file__).resolve().parent.parent
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def database_url() -> str:
+    """The URL of the database this test process uses (the test database)."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    user = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{user}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Cluster:
+    """A ``manage.py qcluster`` in its own process group, with its output in a log file."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"],
+                cwd=PROJECT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def kill(self) -> None:
+        """SIGKILL to the cluster and its workers at once: a crash, not a shutdown."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        """A clean shutdown: SIGTERM to the cluster alone (signalling its workers too makes
+        it hang), then SIGKILL to whatever is left of the group."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=15)
+        self.kill()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(autouse=True)
+def profile():
+    """Jobs started through the API run with the default profile."""
+    return default_profile()
+
+
+@pytest.fixture
+def start_cluster(runtime, tmp_path) -> Iterator:
+    """Starts qclusters on the test database that call the loopback runtime; stops them all."""
+    clusters: list[Cluster] = []
+
+    def start(**extra_env: str) -> Cluster:
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "SECRET_KEY": django_settings.SECRET_KEY,
+            "MODEL_RUNTIME_URL": runtime.url,
+            "MODEL_RUNTIME_API": "ollama",
+            "RUNTIME_READ_TIMEOUT": "10",
+            "Q_WORKERS": "1",
+            "Q_POLL": "0.05",
+            "Q_SYNC": "false",
+            "REDIS_URL": "",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+            **extra_env,
+        }
+        cluster = Cluster(env, tmp_path / f"qcluster-{len(clusters)}.log")
+        clusters.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in clusters:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_broker(monkeypatch) -> Iterator[dict[str, str]]:
+    """Enqueues on Redis under a cluster name of this test's own; yields the cluster's env.
+
+    django-q2 reads its broker settings once, at import, into ``Conf``: this process was
+    configured for the database broker, so the test switches ``Conf`` itself.
+    """
+    import redis
+
+    name = f"llmgw-test-{uuid.uuid4().hex[:10]}"
+    for attr, value in {
+        "ORM": None,
+        "REDIS": REDIS_URL,
+        "PREFIX": name,
+        "CLUSTER_NAME": name,
+    }.items():
+        monkeypatch.setattr(Conf, attr, value)
+    yield {"REDIS_URL": REDIS_URL, "Q_CLUSTER_NAME": name}
+    client = redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(f"django_q:{name}:*"))
+    if keys:
+        client.delete(*keys)
+
+
+def start_job(client) -> str:
+    response = post_json(client, START, BODY)
+    assert response.status_code == 200, response.content
+    return response.json()["data"]["job_id"]
+
+
+def wait_for_status(client, job_id: str, *statuses: str, cluster: Cluster) -> dict:
+    def ended():
+        data = client.get(f"/agent/job/{job_id}").json()["data"]
+        return data if data["status"] in statuses else None
+
+    try:
+        return wait_for(ended, timeout=45, what=f"job {job_id} to be {'/'.join(statuses)}")
+    except AssertionError:
+        print(cluster.output())
+        raise
+
+
+def test_a_job_runs_end_to_end_on_a_qcluster(agent_client, runtime, start_cluster):
+    runtime.script = lambda prompt, body: "Hello from the cluster."
+    cluster = start_cluster()
+    job_id = start_job(agent_client)
+    data = wait_for_status(agent_client, job_id, "finished", "failed", cluster=cluster)
+    assert data["status"] == "finished", data
+    assert data["final_result"]["text"] == "Hello from the cluster."
+    assert [s["kind"] for s in data["steps"]] == ["model_call"]
+    assert data["attempts"] == 1
+    assert len(runtime.generate_requests()) == 1
+
+
+def test_a_job_runs_end_to_end_with_the_redis_broker(
+    agent_client, runtime, start_cluster, redis_broker
+):
+    runtime.script = lambda prompt, body: "Hello over Redis."
+    cluster = start_cluster(**redis_broker)
+    job_id = start_job(agent_client)
+    data = wait_for_status(agent_client, job_id, "finished", "failed", cluster=cluster)
+    assert data["status"] == "finished", data
+    assert data["final_result"]["text"] == "Hello over Redis."
+
+
+def test_a_job_whose_worker_is_killed_is_reaped_and_finished_by_another(
+    agent_client, runtime, start_cluster
+):
+    first_call = []
+
+    def script(prompt: str, body: dict) -> Reply:
+        if not first_call:  # the first worker's call takes half a minute
+            first_call.append(True)
+            return Reply(text="word " * 300, chunk_delay=0.1)
+        return Reply(text="Finished by the second worker.")
+
+    runtime.script = script
+    # A short lease, so that the dead worker's job is reapable two seconds after it died.
+    doomed = start_cluster(JOB_LEASE_SECONDS="2")
+    job_id = start_job(agent_client)
+    wait_for(
+        lambda: (
+            runtime.generate_requests()
+            and Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING).exists()
+        ),
+        timeout=45,
+        what="the first worker to be generating",
+    )
+    doomed.kill()
+    assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
+    wait_for(lambda: runtime.closed_early == 1, what="the runtime to see the hang-up")
+
+    # The reaper (as the schedule runs it) re-queues the job once its lease has expired.
+    wait_for(lambda: services.job_reap()["requeued"], what="the lease to expire")
+    job = Job.objects.get(pk=job_id)
+    assert job.status == JobStatus.QUEUED
+    assert job.steps.get().status == StepStatus.FAILED
+
+    rescuer = start_cluster()
+    data = wait_for_status(agent_client, job_id, "finished", "failed", cluster=rescuer)
+    assert data["status"] == "finished", data
+    assert data["final_result"]["text"] == "Finished by the second worker."
+    assert data["attempts"] == 2
+    assert [(s["kind"], s["status"]) for s in data["steps"]] == [
+        (StepKind.MODEL_CALL, StepStatus.FAILED),
+        (StepKind.MODEL_CALL, StepStatus.FINISHED),
+    ]
+
+
+def test_a_job_whose_worker_is_killed_on_its_last_attempt_fails(
+    agent_client, runtime, start_cluster, settings
+):
+    settings.JOB_MAX_ATTEMPTS = 1
+    runtime.script = lambda prompt, body: Reply(text="word " * 300, chunk_delay=0.1)
+    doomed = start_cluster(JOB_LEASE_SECONDS="2")
+    job_id = start_job(agent_client)
+    wait_for(
+        lambda: (
+            runtime.generate_requests()
+            and Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING).exists()
+        ),
+        timeout=45,
+        what="the worker to be generating",
+    )
+    doomed.kill()
+
+    def reaped() -> bool:
+        call_command("reap_jobs", stdout=io.StringIO())
+        return Job.objects.get(pk=job_id).status != JobStatus.RUNNING
+
+    wait_for(reaped, what="the reaper to end the job")
+    data = agent_client.get(f"/agent/job/{job_id}").json()["data"]
+    assert data["status"] == "failed"
+    assert "stopped responding" in data["error"]
+    assert [s["status"] for s in data["steps"]] == [StepStatus.FAILED]
