@@ -124,7 +124,9 @@ def postgres_database(admin_url: str = PG_ADMIN_URL) -> Iterator[str]:
 # --- The service ------------------------------------------------------------------------
 
 
-def service_env(database_url: str, *, runtime_url: str, var_dir: Path | None = None, **extra):
+def service_env(
+    database_url: str, *, runtime_url: str, var_dir: Path | None = None, **extra: object
+) -> dict[str, str]:
     """The environment of one service instance, as production would set it (DEBUG=0)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -160,7 +162,9 @@ def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
     return result.stdout
 
 
-def create_api_key(env: dict[str, str], *, name: str, rate_limit: int = 0, scopes: str = "model"):
+def create_api_key(
+    env: dict[str, str], *, name: str, rate_limit: int = 0, scopes: str = "model"
+) -> str:
     """A new key made by the service's own command (the plain key is its last line)."""
     out = manage(
         env, "create_api_key", "--name", name, "--scopes", scopes, "--rate-limit", str(rate_limit)
