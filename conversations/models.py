@@ -24,6 +24,9 @@ class Conversation(models.Model):
     summary_until_seq = models.PositiveIntegerField(
         default=0, help_text="The summary covers messages up to this sequence number."
     )
+    summary_tokens = models.PositiveIntegerField(
+        default=0, help_text="Token count of the summary, counted when it was stored."
+    )
     last_seq = models.PositiveIntegerField(default=0)
     message_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -53,6 +56,13 @@ class Role(models.TextChoices):
 
 
 class Message(models.Model):
+    """One message of a conversation. ``seq`` orders a conversation's messages (1, 2, ...).
+
+    Full-text search over ``content`` is built by migration 0003 outside the ORM: a stored
+    ``search_vector`` column with a GIN index on PostgreSQL, an FTS5 table kept by triggers
+    on SQLite (see ``conversations.search``).
+    """
+
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
@@ -66,7 +76,8 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ("conversation", "seq")
+        # By the column: ordering by "conversation" would join it to sort by its ordering.
+        ordering = ("conversation_id", "seq")
         constraints = [
             models.UniqueConstraint(
                 fields=("conversation", "seq"), name="unique_seq_per_conversation"

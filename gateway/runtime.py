@@ -415,3 +415,83 @@ def list_models(endpoint: Endpoint) -> list[str]:
 
 def iter_endpoints() -> Iterator[tuple[Endpoint, list[str]]]:
     yield from routing.all_endpoints()
+
+
+# --- Token counting ------------------------------------------------------------------------
+#
+# Runtimes that have a tokenizer endpoint count a text exactly for the model they serve:
+# Ollama ``POST /api/tokenize``, llama.cpp's server ``POST /tokenize`` and llama-cpp-python's
+# ``POST /extras/tokenize/count``. Which one an endpoint has (or that it has none) is learnt
+# on first use and kept per endpoint for TOKENIZER_MEMORY_SECONDS, so a runtime without one
+# costs one probe, not one per text. A failed call (runtime down, model unknown) returns
+# None, and callers fall back to their heuristic.
+
+TOKENIZER_MEMORY_SECONDS = 600.0
+# Counting is on the request path of a chat: it must not wait as long as a generation.
+_TOKENIZE_READ_TIMEOUT = 5.0
+_TOKENIZE_PATHS: dict[str, tuple[str, ...]] = {
+    "ollama": ("/api/tokenize",),
+    "openai": ("/extras/tokenize/count", "/tokenize"),
+    "openai-chat": ("/extras/tokenize/count", "/tokenize"),
+}
+_NO_TOKENIZER = ""  # remembered path meaning "this endpoint has none"
+_tokenizers: dict[tuple[str, str], tuple[str, float]] = {}
+
+
+def _tokenize_body(path: str, model: str, text: str) -> dict[str, Any]:
+    if path == "/extras/tokenize/count":
+        return {"model": model, "input": text}
+    if path == "/tokenize":
+        return {"content": text}
+    return {"model": model, "content": text}
+
+
+def _token_count(data: Any) -> int | None:
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("count"), int):
+        return data["count"]
+    tokens = data.get("tokens")
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+def count_tokens(model: str, text: str) -> int | None:
+    """The number of tokens of ``text`` by ``model``'s runtime tokenizer, or None when the
+    runtime has no tokenizer endpoint or cannot be asked now."""
+    endpoint = routing.endpoints_for(model)[0]
+    key = (endpoint.base_url, endpoint.api)
+    remembered = _tokenizers.get(key)
+    if remembered and remembered[1] > time.monotonic():
+        paths: tuple[str, ...] = (remembered[0],) if remembered[0] else ()
+    else:
+        paths = _TOKENIZE_PATHS.get(endpoint.api, ())
+    for path in paths:
+        try:
+            response = _session.post(
+                f"{endpoint.base_url}{path}",
+                json=_tokenize_body(path, endpoint.model_name(model), text),
+                headers=_headers(endpoint),
+                timeout=(settings.RUNTIME_CONNECT_TIMEOUT, _TOKENIZE_READ_TIMEOUT),
+            )
+        except requests.RequestException:
+            return None  # down for now: nothing learnt about its tokenizer
+        if response.status_code in (404, 405, 501):
+            if _is_unknown_model(response.status_code, _error_message(response)):
+                return None  # the path exists; the model does not
+            continue  # not this runtime's tokenizer path
+        if response.status_code != 200:
+            return None
+        try:
+            count = _token_count(response.json())
+        except ValueError:
+            count = None
+        if count is not None:
+            _tokenizers[key] = (path, time.monotonic() + TOKENIZER_MEMORY_SECONDS)
+        return count
+    _tokenizers[key] = (_NO_TOKENIZER, time.monotonic() + TOKENIZER_MEMORY_SECONDS)
+    return None
+
+
+def forget_tokenizers() -> None:
+    """Forgets which endpoints have a tokenizer (after a runtime changed, and in tests)."""
+    _tokenizers.clear()

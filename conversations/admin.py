@@ -1,0 +1,127 @@
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+
+from agents.models import Job
+from conversations.models import Conversation, Message
+
+TRANSCRIPT_MESSAGES = 200
+JOBS_SHOWN = 20
+
+
+def _changelist(model: str, **filters: str) -> str:
+    return f"{reverse(f'admin:{model}_changelist')}?{urlencode(filters)}"
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    """Read-only: conversations are written by chats. The transcript shows the newest
+    messages; the message list (linked) has all of them, searchable."""
+
+    list_display = (
+        "id",
+        "owner",
+        "source",
+        "scope_type",
+        "scope_id",
+        "profile",
+        "message_count",
+        "updated_at",
+    )
+    list_filter = ("source", "scope_type", "profile", "updated_at")
+    search_fields = ("id", "scope_id", "source", "owner__username")
+    list_select_related = ("owner", "profile")
+    date_hierarchy = "updated_at"
+    show_full_result_count = False
+    fields = (
+        "id",
+        "owner",
+        "source",
+        "scope_type",
+        "scope_id",
+        "profile",
+        "message_count",
+        "last_seq",
+        "summary",
+        "summary_until_seq",
+        "summary_tokens",
+        "created_at",
+        "updated_at",
+        "jobs",
+        "transcript",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="jobs")
+    def jobs(self, obj: Conversation) -> str:
+        jobs = list(
+            Job.objects.filter(conversation=obj)
+            .order_by("-created_at")
+            .values_list("pk", "kind", "status", "created_at")[:JOBS_SHOWN]
+        )
+        if not jobs:
+            return "-"
+        rows = format_html_join(
+            "",
+            '<li><a href="{}">{}</a> {} · {} · {}</li>',
+            (
+                (reverse("admin:agents_job_change", args=[pk]), pk, kind, status, created)
+                for pk, kind, status, created in jobs
+            ),
+        )
+        every = _changelist("agents_job", conversation=obj.pk)
+        return format_html('<ul>{}</ul><a href="{}">All jobs of this conversation</a>', rows, every)
+
+    @admin.display(description="transcript")
+    def transcript(self, obj: Conversation) -> str:
+        messages = list(
+            Message.objects.filter(conversation=obj)
+            .order_by("-seq")
+            .values_list("seq", "role", "created_at", "content")[:TRANSCRIPT_MESSAGES]
+        )[::-1]
+        if not messages:
+            return "-"
+        entries = format_html_join(
+            "",
+            '<div style="margin:0 0 .8em"><strong>#{} {}</strong> '
+            '<small style="color:#777">{}</small>'
+            '<div style="white-space:pre-wrap">{}</div></div>',
+            ((seq, role, created, content) for seq, role, created, content in messages),
+        )
+        every = _changelist("conversations_message", conversation__id__exact=obj.pk)
+        note = (
+            f"The last {len(messages)} of {obj.message_count} messages."
+            if obj.message_count > len(messages)
+            else f"All {len(messages)} messages."
+        )
+        return format_html('<p>{} <a href="{}">Message list</a></p>{}', note, every, entries)
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ("conversation", "seq", "role", "excerpt", "token_estimate", "job", "created_at")
+    list_filter = ("role", "created_at")
+    search_fields = ("content", "conversation__id")
+    list_select_related = ("conversation", "job")
+    show_full_result_count = False
+    fields = ("conversation", "seq", "role", "content", "token_estimate", "job", "created_at")
+    readonly_fields = fields
+    ordering = ("-id",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="content")
+    def excerpt(self, obj: Message) -> str:
+        return Truncator(obj.content).chars(80)

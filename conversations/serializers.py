@@ -1,0 +1,54 @@
+from rest_framework import serializers
+
+from agents.serializers import JobStartDataSerializer, ScopedRequestSerializer
+from gateway.fields import StrictCharField
+
+PAGE_LIMIT_MAX = 1000
+
+
+class ChatRequestSerializer(ScopedRequestSerializer):
+    prompt = StrictCharField()
+
+
+class ChatStartDataSerializer(JobStartDataSerializer):
+    conversation_id = serializers.CharField()
+
+
+class ChatStartResponseSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(default=True)
+    data = ChatStartDataSerializer()
+
+
+class ConversationQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(
+        min_value=1,
+        max_value=PAGE_LIMIT_MAX,
+        required=False,
+        help_text="Only the last N messages (before `before`, if given).",
+    )
+    before = serializers.IntegerField(
+        min_value=1, required=False, help_text="Only messages with a smaller `seq`."
+    )
+
+
+class MessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["user", "assistant", "system"])
+    content = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    seq = serializers.IntegerField(help_text="Position in the conversation: 1, 2, ...")
+
+
+class ConversationDataSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    source = serializers.CharField()
+    scope_type = serializers.CharField()
+    scope_id = serializers.CharField()
+    messages = MessageSerializer(many=True)
+    has_more = serializers.BooleanField(
+        help_text="Older messages exist; ask again with `before` = the first message's seq."
+    )
+
+
+class ConversationResponseSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(default=True)
+    data = ConversationDataSerializer()
