@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepStatus
@@ -36,14 +36,18 @@ def _lease_until(now: datetime) -> datetime:
 # --- Creating and queueing -------------------------------------------------------------
 
 
-def job_enqueue(job_id: str) -> None:
-    """Sends the wake-up message for a job. Safe to repeat: delivery only tries a claim."""
+def _send_wakeup(job_id: str) -> None:
     from django_q.tasks import async_task
 
-    Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(enqueued_at=timezone.now())
     async_task(
         "agents.tasks.run_job", job_id, task_name=job_id, sync=settings.Q_CLUSTER.get("sync", False)
     )
+
+
+def job_enqueue(job_id: str) -> None:
+    """Sends the wake-up message for a job. Safe to repeat: delivery only tries a claim."""
+    Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(enqueued_at=timezone.now())
+    _send_wakeup(job_id)
 
 
 def job_create(
@@ -68,8 +72,10 @@ def job_create(
         task=task,
         profile=profile,
         conversation=conversation,
+        # Stamped here rather than by job_enqueue: one write (and commit) less per start.
+        enqueued_at=timezone.now(),
     )
-    transaction.on_commit(lambda: job_enqueue(job.pk))
+    transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job
 
 
@@ -119,7 +125,7 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
         return None  # another chat of this conversation is running
     if not claimed:
         return None
-    return Job.objects.get(pk=job_id)
+    return Job.objects.select_related("profile", "api_key").get(pk=job_id)
 
 
 def job_heartbeat(job: Job, *, token: str) -> str:
@@ -150,9 +156,15 @@ def job_status(job: Job, *, token: str) -> str:
 def step_start(
     job: Job, *, token: str, kind: str, name: str, input: dict[str, Any] | None = None
 ) -> Step:
-    if not Job.objects.filter(pk=job.pk, lease_owner=token, status__in=ACTIVE).exists():
+    # One query: is the job still ours, and what is its last step's index?
+    held = list(
+        Job.objects.filter(pk=job.pk, lease_owner=token, status__in=ACTIVE)
+        .annotate(last_index=Max("steps__index"))
+        .values_list("last_index", flat=True)
+    )
+    if not held:
         raise LeaseLost(job.pk)
-    index = Step.objects.filter(job=job).order_by("-index").values_list("index", flat=True).first()
+    index = held[0]
     try:
         return Step.objects.create(
             job=job,

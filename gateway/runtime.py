@@ -278,7 +278,8 @@ def _stream_once(
     pieces: list[str] = []
     usage: dict | None = None
     poll = settings.JOB_CANCEL_POLL_SECONDS
-    next_check = time.monotonic()
+    # The first check is due one interval in: callers ask just before they call.
+    next_check = time.monotonic() + poll
     try:
         while True:
             if time.monotonic() >= next_check:

@@ -1,0 +1,331 @@
+"""Benchmark of agent jobs on a real qcluster, on SQLite and on PostgreSQL.
+
+    .venv/bin/python bench/jobs.py [--starts N] [--drain N] [--rounds N] [--databases ...]
+
+For each database (a migrated SQLite temp file; a throwaway PostgreSQL database created and
+dropped here) it runs gunicorn on ``config.wsgi`` and ``manage.py qcluster`` with 2 workers
+(the database broker, settings as in production), in front of a loopback model runtime that
+answers at once, with a key made for the ``agent`` scope and a profile without tools (so
+that every job is one model call), and reports:
+
+* ``POST /agent/job/start`` latency p50 / p99, sequential, with the cluster stopped (the
+  endpoint alone: validate, insert, commit, enqueue);
+* jobs/s with 2 workers: the cluster started on those N queued jobs, from the first claim
+  to the last finish;
+* one job's start -> finished (and, of it, claim -> finished) next to a bare django-q2
+  no-op task's enqueue -> done on the same warm cluster, one at a time, p50 of each and
+  their ratio. Both are the server's own timestamps (``Job.created_at`` ->
+  ``Job.finished_at``; ``Task.started`` -> ``Task.stopped``), so the polling that waits
+  for them does not add to them.
+
+Everything is bounded: a fixed number of jobs and tasks, each wait with a deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    PROJECT_DIR,
+    gunicorn,
+    percentile,
+    postgres_database,
+    python,
+    runtime_process,
+    service_env,
+    sqlite_database,
+    table,
+    temp_dir,
+)
+
+MODEL = "bench-model"
+WORKERS = 2
+TARGET_START_P50_MS = 15.0
+TARGET_RATIO = 1.5
+DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
+BODY = {
+    "source": "bench",
+    "scope_type": "run",
+    "scope_id": 1,
+    "task": "Say hi.",
+    "profile": "bench",
+}
+
+
+def noop() -> None:
+    """The bare task the cluster runs for comparison."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--starts", type=int, default=300, help="jobs started (and drained)")
+    parser.add_argument("--rounds", type=int, default=40, help="one-at-a-time jobs and tasks")
+    parser.add_argument(
+        "--databases", default="sqlite,postgres", help="comma-separated: sqlite, postgres"
+    )
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # internal: the child's role
+    args = parser.parse_args(argv)
+    unknown = set(args.databases.split(",")) - set(DATABASES)
+    if unknown:
+        parser.error(f"unknown database(s): {', '.join(sorted(unknown))}")
+    if min(args.starts, args.rounds) <= 0:
+        parser.error("--starts and --rounds must be positive")
+    return args
+
+
+@dataclass
+class Figures:
+    database: str
+    start_p50_ms: float
+    start_p99_ms: float
+    jobs_per_second: float
+    job_p50_ms: float
+    task_p50_ms: float
+    job_p99_ms: float
+    task_p99_ms: float
+    job_run_p50_ms: float  # claim -> finished: the job's own work, without the queue
+    errors: int
+
+    @property
+    def ratio(self) -> float:
+        return self.job_p50_ms / self.task_p50_ms
+
+    def row(self) -> list[object]:
+        return [
+            self.database,
+            self.start_p50_ms,
+            self.start_p99_ms,
+            round(self.jobs_per_second, 1),
+            self.job_p50_ms,
+            self.job_p99_ms,
+            self.task_p50_ms,
+            self.task_p99_ms,
+            round(self.ratio, 2),
+            self.job_run_p50_ms,
+            self.errors,
+        ]
+
+
+HEADERS = [
+    "database",
+    "start p50",
+    "start p99",
+    f"jobs/s ({WORKERS} workers)",
+    "job p50",
+    "job p99",
+    "no-op task p50",
+    "no-op task p99",
+    "job/task p50",
+    "job run p50",
+    "errors",
+]
+
+
+# --- The child: one database, Django set up in this process ---------------------------------
+
+
+@contextlib.contextmanager
+def qcluster(env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """``manage.py qcluster`` in its own process group; stopped with SIGTERM to the cluster
+    alone (as a supervisor would), then whatever is left of the group is killed."""
+    with temp_dir("llmgw-bench-qcluster-") as logs, (logs / "qcluster.log").open("wb") as log:
+        process = subprocess.Popen(
+            [python(), "manage.py", "qcluster"],
+            cwd=PROJECT_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield process
+        except BaseException:
+            sys.stderr.write((logs / "qcluster.log").read_text(errors="replace")[-4000:])
+            raise
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=20)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+class Client:
+    """One keep-alive connection to the service, with the agent key."""
+
+    def __init__(self, base_url: str, key: str) -> None:
+        parts = urlsplit(base_url)
+        self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+
+    def start(self) -> str:
+        self.conn.request("POST", "/agent/job/start", json.dumps(BODY), self.headers)
+        response = self.conn.getresponse()
+        data = json.loads(response.read())
+        if response.status != 200 or data["data"]["status"] != "queued":
+            raise RuntimeError(f"start answered {response.status}: {data}")
+        return data["data"]["job_id"]
+
+
+def wait_until(condition, *, timeout: float, what: str, interval: float = 0.005):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+    return value
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+def measure(database: str, starts: int, rounds: int) -> Figures:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db.models import Max, Min
+    from django_q.models import Task
+    from django_q.tasks import async_task
+
+    from agents.models import TERMINAL, AgentProfile, Job, JobStatus
+    from gateway import services
+
+    call_command("migrate", verbosity=0)
+    _, key = services.api_key_create(name="bench", scopes=("agent",), rate_limit_per_minute=0)
+    AgentProfile.objects.create(name="bench", model=MODEL, max_steps=1, tools=[])
+    env = dict(os.environ)
+
+    def ended(job_ids: list[str]) -> bool:
+        return Job.objects.filter(pk__in=job_ids, status__in=TERMINAL).count() == len(job_ids)
+
+    with gunicorn(env) as server:
+        client = Client(server.url, key)
+        client.start()  # warm-up: the first request of each worker imports and connects
+        # 1. The endpoint alone: the cluster is not running yet, the jobs wait for it.
+        latencies, job_ids = [], []
+        for _ in range(starts):
+            began = time.perf_counter()
+            job_ids.append(client.start())
+            latencies.append(time.perf_counter() - began)
+        latencies.sort()
+        with qcluster(env):
+            # 2. The cluster drains what was started (and the warm-up job).
+            wait_until(lambda: ended(job_ids), timeout=300, what="the queued jobs", interval=0.1)
+            span = Job.objects.filter(pk__in=job_ids).aggregate(
+                first=Min("started_at"), last=Max("finished_at")
+            )
+            drain = (span["last"] - span["first"]).total_seconds()
+            # 3. One at a time on the warm cluster: a job, then a bare task.
+            job_times, run_times, task_times = [], [], []
+            for _ in range(rounds):
+                job_id = client.start()
+                wait_until(lambda: ended([job_id]), timeout=30, what=f"job {job_id}")  # noqa: B023
+                job = Job.objects.get(pk=job_id)
+                job_times.append((job.finished_at - job.created_at).total_seconds())
+                run_times.append((job.finished_at - job.started_at).total_seconds())
+                task_id = async_task("bench.jobs.noop")
+                task = wait_until(
+                    lambda: Task.objects.filter(id=task_id).first(),  # noqa: B023
+                    timeout=30,
+                    what=f"task {task_id}",
+                )
+                task_times.append((task.stopped - task.started).total_seconds())
+    errors = Job.objects.exclude(status=JobStatus.FINISHED).count()
+    job_times.sort()
+    task_times.sort()
+    return Figures(
+        database=database,
+        start_p50_ms=ms(percentile(latencies, 50)),
+        start_p99_ms=ms(percentile(latencies, 99)),
+        jobs_per_second=len(job_ids) / drain,
+        job_p50_ms=ms(statistics.median(job_times)),
+        task_p50_ms=ms(statistics.median(task_times)),
+        job_p99_ms=ms(percentile(job_times, 99)),
+        task_p99_ms=ms(percentile(task_times, 99)),
+        job_run_p50_ms=ms(statistics.median(run_times)),
+        errors=errors,
+    )
+
+
+# --- The parent: a runtime, then a child per database ------------------------------------------
+
+
+def bench_database(name: str, runtime_url: str, args: argparse.Namespace) -> Figures:
+    with DATABASES[name]() as db_url, temp_dir("llmgw-bench-var-") as var_dir:
+        env = service_env(db_url, runtime_url=runtime_url, var_dir=var_dir, Q_WORKERS=WORKERS)
+        result = subprocess.run(
+            [
+                python(),
+                "-m",
+                "bench.jobs",
+                f"--measure={name}",
+                f"--starts={args.starts}",
+                f"--rounds={args.rounds}",
+            ],
+            cwd=PROJECT_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    if result.returncode != 0:
+        raise RuntimeError(f"the {name} run failed:\n{result.stderr[-6000:]}")
+    return Figures(**json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def verdict(figures: list[Figures]) -> str:
+    parts, met = [], True
+    for fig in figures:
+        start_ok = fig.start_p50_ms <= TARGET_START_P50_MS
+        ratio_ok = fig.ratio <= TARGET_RATIO
+        met &= start_ok and ratio_ok
+        parts.append(
+            f"{fig.database} start p50 {fig.start_p50_ms:.2f} ms "
+            f"{'<=' if start_ok else '>'} {TARGET_START_P50_MS:g} ms, job/task "
+            f"{fig.ratio:.2f}x {'<=' if ratio_ok else '>'} {TARGET_RATIO:g}x"
+        )
+    return "targets: " + "; ".join(parts) + (" -- met" if met else " -- MISSED")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.measure:
+        figures = measure(args.measure, args.starts, args.rounds)
+        print(json.dumps(asdict(figures)))
+        return 0
+    print(
+        f"jobs benchmark: gunicorn (config.wsgi, DEBUG=0), qcluster with {WORKERS} workers on "
+        f"the database broker, an instant loopback runtime; {os.cpu_count()} CPUs, load "
+        f"average {os.getloadavg()[0]:.2f}; Python {platform.python_version()}; "
+        f"{args.starts} jobs started then drained, {args.rounds} one-at-a-time jobs and "
+        "no-op tasks; times in ms"
+    )
+    with runtime_process(models=(MODEL,)) as runtime:
+        figures = [bench_database(name, runtime.url, args) for name in args.databases.split(",")]
+    print(table(HEADERS, [fig.row() for fig in figures]))
+    print(verdict(figures))
+    return 1 if any(fig.errors for fig in figures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
