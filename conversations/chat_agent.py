@@ -10,7 +10,8 @@
    agents' format, ``{"tool": ..., "arguments": {...}}``) runs it; messages a history
    tool loads join the context, other results are shown after the new message; then the
    model is called again. At most ``profile.max_steps`` model calls; the last one is
-   offered no tools.
+   offered no tools. An empty answer is asked again; any other text is the reply (a
+   chat reply may well contain braces).
 4. It stores the reply once, then, when enough history slid out of the window, folds the
    oldest of it into the rolling summary (a ``model_call`` step named ``summarize``).
 """

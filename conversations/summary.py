@@ -1,12 +1,12 @@
 """The rolling summary of a conversation's older messages.
 
 When the messages that slid out of the prompt's window and are not yet summarised number
-``SUMMARY_THRESHOLD`` or more, the chat job (after storing its reply) asks the model to
-fold the oldest of them into the summary: the previous summary plus as many of those
-messages as fit in the budget (at most ``SUMMARY_CHUNK`` per job, so a job's cost stays
-bounded; a long backlog is caught up over later turns). The summary moves forward with
-``summary_until_seq`` and is capped at ``SUMMARY_SHARE`` of the budget, the share the
-context builder gives it.
+``SUMMARY_THRESHOLD`` or more (counted by sequence numbers), the chat job, after storing
+its reply, asks the model to fold the oldest of them into the summary: the previous
+summary plus as many of those messages as fit in the budget (at most ``SUMMARY_CHUNK``
+per job, so a job's cost stays bounded; a long backlog is caught up over later turns).
+The summary moves forward with ``summary_until_seq`` and is capped at ``SUMMARY_SHARE``
+of the budget, the share the context builder gives it.
 """
 
 from dataclasses import dataclass
