@@ -6,6 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from gateway import routing, services
+from gateway import runtime as runtime_client
 from tests.runtime_server import RuntimeServer
 
 
@@ -38,8 +39,10 @@ def runtime(runtime_server: RuntimeServer, settings) -> Iterator[RuntimeServer]:
     settings.MODEL_RUNTIME_API_KEY = ""
     settings.RUNTIME_READ_TIMEOUT = 5.0
     routing.clear_cache()
+    runtime_client.forget_tokenizers()
     yield runtime_server
     routing.clear_cache()
+    runtime_client.forget_tokenizers()
 
 
 @pytest.fixture
@@ -86,10 +89,3 @@ def unused_port() -> int:
 def sync_queue(settings):
     """django-q2 runs each task inline when it is enqueued (its sync mode)."""
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "sync": True}
-
-
-@pytest.fixture
-def run_on_commit(django_capture_on_commit_callbacks):
-    """Runs on_commit callbacks (the queue wake-ups) as the test's transaction cannot commit."""
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        yield callbacks

@@ -88,8 +88,7 @@ def test_an_unknown_model_name_is_refused_not_served_by_the_one_model(
 def test_the_real_model_answers_a_chat_job(
     agent_client, local_model, sync_queue, django_capture_on_commit_callbacks
 ):
-    # The conftest's run_on_commit fixture runs the wake-up only when the test ends; the
-    # job must run before its status is read, so the callbacks run as the request commits.
+    # The job must run before its status is read: the wake-up runs as the request commits.
     with django_capture_on_commit_callbacks(execute=True):
         response = post_json(
             agent_client,
