@@ -48,6 +48,14 @@ def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
     }
 
 
+def _recount(ctx: JobContext, own: Message) -> int:
+    """The user's message counted by the runtime's tokenizer (the view stored the heuristic)."""
+    counted = tokens.count(ctx.profile.model, own.content)
+    if counted != own.token_estimate:
+        Message.objects.filter(pk=own.pk).update(token_estimate=counted)
+    return counted
+
+
 class ChatTurn:
     """The state of one chat job: its message, what was retrieved, the tool exchange."""
 
@@ -56,10 +64,7 @@ class ChatTurn:
         self.profile = ctx.profile
         self.conversation = Conversation.objects.get(pk=own.conversation_id)
         self.message = Item(
-            seq=own.seq,
-            role=own.role,
-            content=own.content,
-            tokens=own.token_estimate or tokens.estimate(own.content),
+            seq=own.seq, role=own.role, content=own.content, tokens=_recount(ctx, own)
         )
         self.history = History(own.conversation_id, own.seq)
         self.retrieved: list[Item] = []

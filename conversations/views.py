@@ -38,7 +38,10 @@ class ChatView(AgentAPIView):
         fields = serializer.validated_data
         profile = agent_selectors.profile_get(fields.get("profile"))
         prompt = fields["prompt"]
-        prompt_tokens = tokens.count(profile.model, prompt)
+        # The heuristic, not the runtime's tokenizer: a single-slot runtime (llama.cpp)
+        # would make this request wait behind a generation. It over-counts; the worker
+        # recounts the message with the tokenizer before it builds the context.
+        prompt_tokens = tokens.estimate(prompt)
         limit = message_limit(profile)
         if prompt_tokens > limit:
             raise validation_error(

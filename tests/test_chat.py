@@ -135,11 +135,20 @@ def test_the_users_message_is_stored_with_the_job_before_any_worker_runs(agent_c
     assert [m["content"] for m in conversation.json()["data"]["messages"]] == ["Keep me"]
 
 
-def test_the_message_is_counted_by_the_runtimes_tokenizer(agent_client, runtime):
+def test_the_request_counts_by_the_heuristic_without_asking_the_runtime(agent_client, runtime):
+    """A single-slot runtime would make the request wait behind a generation."""
     data = agent_client.post(
         "/agent/chat", {**SCOPE, "prompt": "one two three, four!"}, format="json"
     ).json()["data"]
     message = Message.objects.get(job_id=data["job_id"])
+    assert message.token_estimate == tokens.estimate("one two three, four!")
+    assert runtime.requests == []
+
+
+def test_the_worker_recounts_the_message_with_the_runtimes_tokenizer(chat, runtime):
+    runtime.script = replying
+    data = chat("one two three, four!")
+    message = Message.objects.get(job_id=data["job_id"], role="user")
     assert message.token_estimate == 4  # the loopback runtime's tokenizer counts words
     assert any(r.path == "/api/tokenize" for r in runtime.requests)
 
