@@ -157,6 +157,25 @@ def wait_for_status(client, job_id: str, *statuses: str, cluster: Cluster) -> di
         raise
 
 
+def start_job_and_kill_its_worker(client, runtime, start_cluster) -> str:
+    """Starts a job on a cluster and SIGKILLs the cluster while the model generates.
+
+    The cluster's lease is short, so that the job is reapable two seconds after it died.
+    """
+    doomed = start_cluster(JOB_LEASE_SECONDS="2")
+    job_id = start_job(client)
+    wait_for(
+        lambda: (
+            runtime.generate_requests()
+            and Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING).exists()
+        ),
+        timeout=45,
+        what="the worker to be generating",
+    )
+    doomed.kill()
+    return job_id
+
+
 def test_a_job_runs_end_to_end_on_a_qcluster(agent_client, runtime, start_cluster):
     runtime.script = lambda prompt, body: "Hello from the cluster."
     cluster = start_cluster()
@@ -192,18 +211,7 @@ def test_a_job_whose_worker_is_killed_is_reaped_and_finished_by_another(
         return Reply(text="Finished by the second worker.")
 
     runtime.script = script
-    # A short lease, so that the dead worker's job is reapable two seconds after it died.
-    doomed = start_cluster(JOB_LEASE_SECONDS="2")
-    job_id = start_job(agent_client)
-    wait_for(
-        lambda: (
-            runtime.generate_requests()
-            and Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING).exists()
-        ),
-        timeout=45,
-        what="the first worker to be generating",
-    )
-    doomed.kill()
+    job_id = start_job_and_kill_its_worker(agent_client, runtime, start_cluster)
     assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
     wait_for(lambda: runtime.closed_early == 1, what="the runtime to see the hang-up")
 
@@ -229,17 +237,7 @@ def test_a_job_whose_worker_is_killed_on_its_last_attempt_fails(
 ):
     settings.JOB_MAX_ATTEMPTS = 1
     runtime.script = lambda prompt, body: Reply(text="word " * 300, chunk_delay=0.1)
-    doomed = start_cluster(JOB_LEASE_SECONDS="2")
-    job_id = start_job(agent_client)
-    wait_for(
-        lambda: (
-            runtime.generate_requests()
-            and Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING).exists()
-        ),
-        timeout=45,
-        what="the worker to be generating",
-    )
-    doomed.kill()
+    job_id = start_job_and_kill_its_worker(agent_client, runtime, start_cluster)
 
     def reaped() -> bool:
         call_command("reap_jobs", stdout=io.StringIO())

@@ -14,23 +14,12 @@ from gateway import services as gateway
 from gateway.models import ApiKey
 from tests.factories import make_job
 from tests.runtime_server import Reply
+from tests.test_api_php import assert_error
 
 pytestmark = pytest.mark.django_db
 
 START = "/agent/job/start"
 BODY = {"source": "tests", "scope_type": "ticket", "scope_id": "T-1", "task": "Say hello."}
-
-
-def assert_error(response, status: int, error: str) -> dict:
-    """The response is the error envelope with this status and error id."""
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    assert body["ok"] is False
-    assert body["error"] == error
-    assert isinstance(body["message"], str) and body["message"]
-    assert isinstance(body["details"], dict)
-    return body
 
 
 def post_json(client, path: str, body, **kwargs):
