@@ -331,15 +331,33 @@ def job_reap(*, now: datetime | None = None) -> dict[str, int]:
             counts["requeued"] += 1
             _close_abandoned_steps(job.pk, now=now)
             transaction.on_commit(lambda pk=job.pk: job_enqueue(pk))
+    if not _queue_is_empty():
+        return counts  # a backlog is being worked off: its wake-ups are still on the way
     stale = now - timedelta(seconds=settings.JOB_LEASE_SECONDS)
+    busy_conversations = Job.objects.filter(kind=JobKind.CHAT, status__in=ACTIVE).values(
+        "conversation_id"
+    )
     for pk in (
         Job.objects.filter(status=JobStatus.QUEUED)
         .filter(Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True, created_at__lt=stale))
+        # A chat waiting behind a running one is woken when that one ends.
+        .exclude(kind=JobKind.CHAT, conversation_id__in=busy_conversations)
         .values_list("pk", flat=True)
     ):
         counts["rewoken"] += 1
         transaction.on_commit(lambda pk=pk: job_enqueue(pk))
     return counts
+
+
+def _queue_is_empty() -> bool:
+    """Whether the broker holds no waiting message (then a stale queued job lost its own)."""
+    from django_q.brokers import get_broker
+
+    try:
+        return get_broker().queue_size() == 0
+    except Exception:  # a broker we cannot ask: wake anyway, duplicates are harmless
+        logger.warning("Could not read the queue size; re-waking stale jobs anyway")
+        return True
 
 
 def job_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Key authentication of the /agent/... endpoints: ``Authorization: Bearer <key>`` or
 ``X-API-Key: <key>``, the same keys as ``/api.php``, with the ``agent`` scope."""
 
+from django.utils.functional import SimpleLazyObject
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -19,7 +20,8 @@ class ApiKeyAuthentication(BaseAuthentication):
         else:
             plain = request.META.get("HTTP_X_API_KEY", "")
         api_key = services.api_key_authenticate(plain)  # raises 401 invalid_api_key
-        return (api_key.owner, api_key)
+        # The owner row is read only if a view asks for request.user (views use owner_id).
+        return (SimpleLazyObject(lambda: api_key.owner), api_key)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="agent"'

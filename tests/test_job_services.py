@@ -513,6 +513,20 @@ def test_the_reaper_wakes_a_queued_job_whose_message_was_lost(
 
 
 @pytest.mark.django_db
+def test_the_reaper_does_not_rewake_a_backlog_that_is_still_in_the_queue(key, settings):
+    from django_q.brokers import get_broker
+
+    long_ago = timezone.now() - timedelta(seconds=settings.JOB_LEASE_SECONDS * 2)
+    waiting = make_job(key, enqueued_at=long_ago)
+    broker = get_broker()
+    broker.enqueue("a wake-up still waiting for a worker")
+    assert services.job_reap()["rewoken"] == 0
+    broker.purge_queue()
+    assert services.job_reap()["rewoken"] == 1
+    assert fresh(waiting).status == JobStatus.QUEUED
+
+
+@pytest.mark.django_db
 def test_a_requeued_job_is_woken_again_and_finishes(
     key, runtime, sync_queue, django_capture_on_commit_callbacks
 ):
