@@ -16,7 +16,6 @@ busy (HTTP 503)           503     runtime_busy
 ========================  ======  ======================
 """
 
-import json
 import queue
 import threading
 import time
@@ -28,30 +27,10 @@ import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
 
-from gateway import abortable, routing
+from gateway import abortable, protocols, routing
 from gateway.errors import ApiError
 from gateway.routing import Endpoint
 
-# Ollama option names that mean the same thing in the OpenAI-compatible API.
-_OPENAI_OPTION_NAMES = {"num_predict": "max_tokens"}
-# Ollama options about loading the model that a per-request OpenAI call cannot set.
-_OLLAMA_ONLY_OPTIONS = frozenset(
-    {
-        "num_ctx",
-        "num_gpu",
-        "num_thread",
-        "num_batch",
-        "main_gpu",
-        "low_vram",
-        "use_mmap",
-        "use_mlock",
-        "numa",
-        "num_keep",
-        "vocab_only",
-        "f16_kv",
-        "logits_all",
-    }
-)
 # Errors after which the next endpoint of the model is tried.
 _FAILOVER_ERRORS = frozenset({"runtime_unavailable", "runtime_busy"})
 
@@ -93,59 +72,10 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
     return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
 
 
-def openai_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Maps Ollama option names to OpenAI's; passes the rest on unchanged."""
-    mapped: dict[str, Any] = {}
-    for name, value in options.items():
-        if name in _OLLAMA_ONLY_OPTIONS:
-            continue
-        mapped[_OPENAI_OPTION_NAMES.get(name, name)] = value
-    mapped.setdefault("max_tokens", settings.RUNTIME_DEFAULT_MAX_TOKENS)
-    return mapped
-
-
-def _request(endpoint: Endpoint, model: str, prompt: str, options: dict, stream: bool):
-    """The (url, body) of one generate call in the endpoint's protocol."""
-    name = endpoint.model_name(model)
-    if endpoint.api == "ollama":
-        body: dict[str, Any] = {"model": name, "prompt": prompt, "stream": stream}
-        if options:
-            body["options"] = options
-        return f"{endpoint.base_url}/api/generate", body
-    body = {"model": name, "stream": stream, **openai_options(options)}
-    if endpoint.api == "openai-chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
-        return f"{endpoint.base_url}/v1/chat/completions", body
-    body["prompt"] = prompt
-    return f"{endpoint.base_url}/v1/completions", body
-
-
-def _error_message(response: requests.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text[:500]
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:500]
-    if error:
-        return str(error)[:500]
-    return str(data)[:500]
-
-
-def _is_unknown_model(status: int, message: str) -> bool:
-    text = message.lower()
-    return (
-        status in (400, 404)
-        and "model" in text
-        and ("not found" in text or "does not exist" in text or "no such" in text)
-    )
-
-
 def _raise_for_status(response: requests.Response, endpoint: Endpoint, model: str) -> None:
     if response.status_code == 200:
         return
-    message = _error_message(response)
+    message = protocols.error_message(response.text)
     details = {
         "runtime": endpoint.name,
         "runtime_status": response.status_code,
@@ -155,7 +85,7 @@ def _raise_for_status(response: requests.Response, endpoint: Endpoint, model: st
         raise ApiError(
             503, "runtime_busy", "The model runtime is busy; try again.", details=details
         )
-    if _is_unknown_model(response.status_code, message):
+    if protocols.is_unknown_model(response.status_code, message):
         raise ApiError(
             400,
             "unknown_model",
@@ -185,48 +115,23 @@ def _transport_error(exc: requests.RequestException, endpoint: Endpoint) -> ApiE
     )
 
 
-def _parse_complete(endpoint: Endpoint, data: Any) -> tuple[str, int | None, int | None]:
-    if not isinstance(data, dict):
-        raise ValueError("not an object")
-    if endpoint.api == "ollama":
-        return str(data["response"]), data.get("prompt_eval_count"), data.get("eval_count")
-    choice = data["choices"][0]
-    text = choice["message"]["content"] if endpoint.api == "openai-chat" else choice["text"]
-    usage = data.get("usage") or {}
-    return str(text or ""), usage.get("prompt_tokens"), usage.get("completion_tokens")
-
-
-def _chunk_piece(endpoint: Endpoint, line: bytes) -> tuple[str, dict | None, bool]:
-    """(text piece, usage-bearing object or None, done) of one streamed line."""
-    if endpoint.api == "ollama":
-        data = json.loads(line)
-        if data.get("error"):
-            raise ValueError(str(data["error"]))
-        return data.get("response", ""), data if data.get("done") else None, bool(data.get("done"))
-    if not line.startswith(b"data:"):
-        return "", None, False
-    payload = line[5:].strip()
-    if payload == b"[DONE]":
-        return "", None, True
-    data = json.loads(payload)
-    choices = data.get("choices") or [{}]
-    choice = choices[0]
-    if endpoint.api == "openai-chat":
-        piece = (choice.get("delta") or {}).get("content") or ""
-    else:
-        piece = choice.get("text") or ""
-    return piece, data if data.get("usage") else None, False
-
-
-def _call_once(endpoint: Endpoint, model: str, prompt: str, options: dict) -> Generation:
-    url, body = _request(endpoint, model, prompt, options, stream=False)
+def generate_at(endpoint: Endpoint, model: str, prompt: str, options: dict) -> Generation:
+    """One non-streamed call to this endpoint only: no failover, no usage record."""
+    url, body = protocols.generate_request(
+        endpoint,
+        model,
+        prompt,
+        options,
+        stream=False,
+        default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
+    )
     try:
         response = _session.post(url, json=body, headers=_headers(endpoint), timeout=_timeout())
     except requests.RequestException as exc:
         raise _transport_error(exc, endpoint) from exc
     _raise_for_status(response, endpoint, model)
     try:
-        text, p_tokens, c_tokens = _parse_complete(endpoint, response.json())
+        text, p_tokens, c_tokens = protocols.parse_complete(endpoint, response.json())
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ApiError(
             502,
@@ -253,7 +158,14 @@ def _stream_once(
     the next token keeps us from checking (a job's check also renews its lease). On stop
     the connection is cut, which ends the generation at the runtime.
     """
-    url, body = _request(endpoint, model, prompt, options, stream=True)
+    url, body = protocols.generate_request(
+        endpoint,
+        model,
+        prompt,
+        options,
+        stream=True,
+        default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
+    )
     items: queue.Queue = queue.Queue()
     call = abortable.Abortable()
 
@@ -305,7 +217,7 @@ def _stream_once(
                     details={"runtime": endpoint.name, "runtime_message": str(item)},
                 )
             try:
-                piece, final, done = _chunk_piece(endpoint, item)
+                piece, final, done = protocols.parse_chunk(endpoint, item)
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise ApiError(
                     502,
@@ -320,13 +232,7 @@ def _stream_once(
                 break
     finally:
         call.abort()
-    p_tokens = c_tokens = None
-    if usage:
-        if endpoint.api == "ollama":
-            p_tokens, c_tokens = usage.get("prompt_eval_count"), usage.get("eval_count")
-        else:
-            u = usage.get("usage") or {}
-            p_tokens, c_tokens = u.get("prompt_tokens"), u.get("completion_tokens")
+    p_tokens, c_tokens = protocols.stream_usage(endpoint, usage)
     return Generation(
         text="".join(pieces),
         model=model,
@@ -387,7 +293,7 @@ def generate(
             if endpoint.api != "ollama":
                 _require_served(endpoint, model)
             if should_stop is None:
-                return _call_once(endpoint, model, prompt, options)
+                return generate_at(endpoint, model, prompt, options)
             return _stream_once(endpoint, model, prompt, options, should_stop)
         except ApiError as err:
             if err.error not in _FAILOVER_ERRORS:
@@ -400,18 +306,16 @@ def generate(
 
 def list_models(endpoint: Endpoint) -> list[str]:
     """The models the runtime says it serves (raises ApiError when it cannot be asked)."""
-    path = "/api/tags" if endpoint.api == "ollama" else "/v1/models"
     try:
         response = _session.get(
-            f"{endpoint.base_url}{path}", headers=_headers(endpoint), timeout=_timeout()
+            f"{endpoint.base_url}{protocols.models_path(endpoint)}",
+            headers=_headers(endpoint),
+            timeout=_timeout(),
         )
     except requests.RequestException as exc:
         raise _transport_error(exc, endpoint) from exc
     _raise_for_status(response, endpoint, "")
-    data = response.json()
-    if endpoint.api == "ollama":
-        return [m.get("name") or m.get("model") for m in data.get("models", [])]
-    return [m["id"] for m in data.get("data", [])]
+    return protocols.parse_models(endpoint, response.json())
 
 
 def iter_endpoints() -> Iterator[tuple[Endpoint, list[str]]]:
@@ -430,30 +334,8 @@ def iter_endpoints() -> Iterator[tuple[Endpoint, list[str]]]:
 TOKENIZER_MEMORY_SECONDS = 600.0
 # Counting is on the request path of a chat: it must not wait as long as a generation.
 _TOKENIZE_READ_TIMEOUT = 5.0
-_TOKENIZE_PATHS: dict[str, tuple[str, ...]] = {
-    "ollama": ("/api/tokenize",),
-    "openai": ("/extras/tokenize/count", "/tokenize"),
-    "openai-chat": ("/extras/tokenize/count", "/tokenize"),
-}
 _NO_TOKENIZER = ""  # remembered path meaning "this endpoint has none"
 _tokenizers: dict[tuple[str, str], tuple[str, float]] = {}
-
-
-def _tokenize_body(path: str, model: str, text: str) -> dict[str, Any]:
-    if path == "/extras/tokenize/count":
-        return {"model": model, "input": text}
-    if path == "/tokenize":
-        return {"content": text}
-    return {"model": model, "content": text}
-
-
-def _token_count(data: Any) -> int | None:
-    if not isinstance(data, dict):
-        return None
-    if isinstance(data.get("count"), int):
-        return data["count"]
-    tokens = data.get("tokens")
-    return len(tokens) if isinstance(tokens, list) else None
 
 
 def count_tokens(model: str, text: str) -> int | None:
@@ -465,25 +347,27 @@ def count_tokens(model: str, text: str) -> int | None:
     if remembered and remembered[1] > time.monotonic():
         paths: tuple[str, ...] = (remembered[0],) if remembered[0] else ()
     else:
-        paths = _TOKENIZE_PATHS.get(endpoint.api, ())
+        paths = protocols.TOKENIZE_PATHS.get(endpoint.api, ())
     for path in paths:
         try:
             response = _session.post(
                 f"{endpoint.base_url}{path}",
-                json=_tokenize_body(path, endpoint.model_name(model), text),
+                json=protocols.tokenize_body(path, endpoint.model_name(model), text),
                 headers=_headers(endpoint),
                 timeout=(settings.RUNTIME_CONNECT_TIMEOUT, _TOKENIZE_READ_TIMEOUT),
             )
         except requests.RequestException:
             return None  # down for now: nothing learnt about its tokenizer
         if response.status_code in (404, 405, 501):
-            if _is_unknown_model(response.status_code, _error_message(response)):
+            if protocols.is_unknown_model(
+                response.status_code, protocols.error_message(response.text)
+            ):
                 return None  # the path exists; the model does not
             continue  # not this runtime's tokenizer path
         if response.status_code != 200:
             return None
         try:
-            count = _token_count(response.json())
+            count = protocols.token_count(response.json())
         except ValueError:
             count = None
         if count is not None:

@@ -15,7 +15,7 @@ from conversations.context import (
     message_limit,
 )
 from conversations.models import Conversation, Message
-from gateway import routing
+from gateway import protocols, routing
 from gateway import runtime as runtime_client
 
 pytestmark = pytest.mark.django_db
@@ -131,7 +131,7 @@ def test_llama_cpp_python_counts_with_extras_tokenize_count(runtime, settings):
 def test_llama_cpp_counts_with_tokenize(runtime, settings, monkeypatch):
     settings.MODEL_RUNTIME_API = "openai"
     routing.clear_cache()
-    monkeypatch.setitem(runtime_client._TOKENIZE_PATHS, "openai", ("/tokenize",))
+    monkeypatch.setitem(protocols.TOKENIZE_PATHS, "openai", ("/tokenize",))
     assert runtime_client.count_tokens("test-model", "one two three four") == 4
     [request] = runtime.requests
     assert (request.path, request.body) == ("/tokenize", {"content": "one two three four"})

@@ -108,5 +108,5 @@ def _timed_generation(endpoint: Endpoint, model: str) -> tuple[Any, float]:
     """One tiny generation on exactly this endpoint, with no usage record (not a call of a
     key), through the runtime client's single-endpoint call."""
     started = time.perf_counter()
-    result = runtime._call_once(endpoint, model, PROBE_PROMPT, dict(PROBE_OPTIONS))
+    result = runtime.generate_at(endpoint, model, PROBE_PROMPT, dict(PROBE_OPTIONS))
     return result, time.perf_counter() - started
