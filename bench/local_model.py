@@ -41,6 +41,7 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
 from scripts import embedded_runtime  # noqa: E402
+from tests.processes import descendants  # noqa: E402
 
 QUESTION = "Q: What is the capital of France?\nA:"
 STORY = "Once upon a time, in a small village,"
@@ -160,23 +161,6 @@ def figures(base_url: str, key: str, model: str, *, runs: int, turns: int) -> No
 
 
 # --- A fresh clone and `make run` ---------------------------------------------------------
-
-
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def alive(pid: int) -> bool:

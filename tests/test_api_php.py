@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from gateway import services
 from gateway.models import ApiKey, UsageRecord
+from tests.envelope import assert_error
 from tests.runtime_server import Reply
 
 pytestmark = pytest.mark.django_db
@@ -15,17 +16,6 @@ pytestmark = pytest.mark.django_db
 
 def call(client, body, **kwargs):
     return client.post("/api.php", data=json.dumps(body), content_type="application/json", **kwargs)
-
-
-def assert_error(response, status: int, error: str) -> dict:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    assert body["ok"] is False
-    assert body["error"] == error
-    assert isinstance(body["message"], str) and body["message"]
-    assert isinstance(body["details"], dict)
-    return body
 
 
 def test_it_forwards_exactly_the_prompt_and_returns_the_answer(api_client, api_key, runtime):

@@ -18,14 +18,6 @@ SCOPE = {"source": "web", "scope_type": "ticket", "scope_id": 42}
 FACT = "By the way, my locker code is 4821."
 
 
-@pytest.fixture(autouse=True)
-def fresh_tokenizers():
-    """Which endpoint has a tokenizer is remembered per process; each test finds out anew."""
-    runtime_client.forget_tokenizers()
-    yield
-    runtime_client.forget_tokenizers()
-
-
 @pytest.fixture
 def chat(agent_client, sync_queue, django_capture_on_commit_callbacks):
     """Posts a chat and runs its job inline, as a worker would once the request commits."""

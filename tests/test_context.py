@@ -21,13 +21,6 @@ from gateway import runtime as runtime_client
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fresh_tokenizers():
-    runtime_client.forget_tokenizers()
-    yield
-    runtime_client.forget_tokenizers()
-
-
 @pytest.fixture
 def owner(make_key):
     return make_key(name="owner")[0].owner

@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from agents.models import AgentProfile, Job
 from conversations import services
 from conversations.models import Conversation, Message
+from tests.envelope import assert_error
 
 pytestmark = pytest.mark.django_db
 
@@ -40,16 +41,6 @@ def client_for(plain: str, header: str = "bearer") -> APIClient:
     else:
         client.credentials(HTTP_X_API_KEY=plain)
     return client
-
-
-def assert_envelope(response, status: int, error: str) -> dict:
-    assert response.status_code == status, response.content
-    body = response.json()
-    assert body["ok"] is False
-    assert body["error"] == error
-    assert isinstance(body["message"], str) and body["message"]
-    assert isinstance(body["details"], dict)
-    return body
 
 
 # --- Reading a conversation ----------------------------------------------------------------
@@ -118,13 +109,13 @@ def test_an_empty_page_is_not_an_error(agent_client, owner):
 def test_bad_paging_values_are_a_validation_error(agent_client, owner, params, field):
     conversation = conversation_of(owner, 3)
     response = agent_client.get(f"/agent/conversation/{conversation.pk}", params)
-    body = assert_envelope(response, 400, "validation_error")
+    body = assert_error(response, 400, "validation_error")
     assert list(body["details"]["fields"]) == [field]
 
 
 def test_an_unknown_conversation_is_not_found(agent_client):
     response = agent_client.get("/agent/conversation/conv_nope")
-    body = assert_envelope(response, 404, "conversation_not_found")
+    body = assert_error(response, 404, "conversation_not_found")
     assert body["details"] == {"conversation_id": "conv_nope"}
 
 
@@ -133,7 +124,7 @@ def test_another_owners_conversation_is_not_found_either(agent_client, make_key)
     theirs = conversation_of(stranger.owner, 3)
     unknown = agent_client.get("/agent/conversation/conv_nope").json()
     response = agent_client.get(f"/agent/conversation/{theirs.pk}")
-    body = assert_envelope(response, 404, "conversation_not_found")
+    body = assert_error(response, 404, "conversation_not_found")
     assert body["message"] == unknown["message"]  # the same answer: nothing leaks
 
 
@@ -209,7 +200,7 @@ def test_a_large_conversation_is_read_in_full(agent_client, owner):
 )
 def test_a_bad_chat_request_is_a_validation_error(agent_client, body, fields):
     response = agent_client.post("/agent/chat", body, format="json")
-    error = assert_envelope(response, 400, "validation_error")
+    error = assert_error(response, 400, "validation_error")
     assert set(error["details"]["fields"]) == fields
     assert not Job.objects.exists() and not Conversation.objects.exists()
 
@@ -218,31 +209,31 @@ def test_an_unknown_profile_is_refused(agent_client):
     response = agent_client.post(
         "/agent/chat", {**SCOPE, "prompt": "hi", "profile": "nope"}, format="json"
     )
-    body = assert_envelope(response, 400, "unknown_profile")
+    body = assert_error(response, 400, "unknown_profile")
     assert body["details"] == {"profile": "nope"}
     assert not Conversation.objects.exists()
 
 
 def test_a_body_that_is_not_json_is_refused(agent_client):
     response = agent_client.post("/agent/chat", "{nope", content_type="application/json")
-    assert_envelope(response, 400, "invalid_json")
+    assert_error(response, 400, "invalid_json")
 
 
 def test_a_body_that_is_not_an_object_is_refused(agent_client):
     response = agent_client.post("/agent/chat", [1, 2], format="json")
-    assert_envelope(response, 400, "validation_error")
+    assert_error(response, 400, "validation_error")
 
 
 def test_a_form_body_is_refused(agent_client):
     response = agent_client.post("/agent/chat", {**SCOPE, "prompt": "hi"})  # multipart
-    assert_envelope(response, 415, "unsupported_media_type")
+    assert_error(response, 415, "unsupported_media_type")
 
 
 def test_a_chat_needs_a_key(client):
     response = client.post(
         "/agent/chat", {**SCOPE, "prompt": "hi"}, content_type="application/json"
     )
-    assert_envelope(response, 401, "invalid_api_key")
+    assert_error(response, 401, "invalid_api_key")
 
 
 def test_a_revoked_key_cannot_read_a_conversation(make_key):
@@ -252,32 +243,30 @@ def test_a_revoked_key_cannot_read_a_conversation(make_key):
     conversation = conversation_of(key.owner, 1)
     api_key_revoke(api_key=key)
     response = client_for(plain).get(f"/agent/conversation/{conversation.pk}")
-    assert_envelope(response, 401, "invalid_api_key")
+    assert_error(response, 401, "invalid_api_key")
 
 
 def test_a_key_without_the_agent_scope_is_forbidden(make_key):
     key, plain = make_key(name="model-only", scopes=("model",))
     conversation = conversation_of(key.owner, 1)
-    assert_envelope(
+    assert_error(
         client_for(plain).post("/agent/chat", {**SCOPE, "prompt": "hi"}, format="json"),
         403,
         "forbidden",
     )
-    assert_envelope(
-        client_for(plain).get(f"/agent/conversation/{conversation.pk}"), 403, "forbidden"
-    )
+    assert_error(client_for(plain).get(f"/agent/conversation/{conversation.pk}"), 403, "forbidden")
 
 
 def test_wrong_methods_are_refused_with_the_envelope(agent_client, owner):
     conversation = conversation_of(owner, 1)
     response = agent_client.get("/agent/chat")
-    assert_envelope(response, 405, "method_not_allowed")
+    assert_error(response, 405, "method_not_allowed")
     response = agent_client.delete(f"/agent/conversation/{conversation.pk}")
-    assert_envelope(response, 405, "method_not_allowed")
+    assert_error(response, 405, "method_not_allowed")
 
 
 def test_a_wrong_method_is_refused_before_the_key_is_checked(client):
-    assert_envelope(client.get("/agent/chat"), 405, "method_not_allowed")
+    assert_error(client.get("/agent/chat"), 405, "method_not_allowed")
 
 
 # --- Admin --------------------------------------------------------------------------------

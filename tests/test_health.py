@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gateway.models import ModelRoute, RuntimeEndpoint
+from tests.envelope import assert_error
 
 pytestmark = pytest.mark.django_db
 
@@ -36,17 +37,6 @@ handler404 = "gateway.errors.handler404"
 handler500 = "gateway.errors.handler500"
 
 
-def assert_envelope(response, status: int, error: str) -> dict:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    assert body["ok"] is False
-    assert body["error"] == error
-    assert isinstance(body["message"], str) and body["message"]
-    assert isinstance(body["details"], dict)
-    return body
-
-
 def test_healthz_answers_alive_in_the_envelope(client):
     response = client.get("/healthz")
     assert response.status_code == 200
@@ -55,7 +45,7 @@ def test_healthz_answers_alive_in_the_envelope(client):
 
 def test_healthz_refuses_other_methods_in_the_envelope(client):
     response = client.post("/healthz")
-    assert_envelope(response, 405, "method_not_allowed")
+    assert_error(response, 405, "method_not_allowed")
 
 
 def test_readyz_answers_ready_when_the_database_and_the_runtime_answer(client, runtime):
@@ -70,7 +60,7 @@ def test_readyz_answers_ready_when_the_database_and_the_runtime_answer(client, r
 
 def test_readyz_answers_not_ready_when_the_runtime_is_down(client, runtime, settings, unused_port):
     settings.MODEL_RUNTIME_URL = f"http://127.0.0.1:{unused_port}"
-    body = assert_envelope(client.get("/readyz"), 503, "not_ready")
+    body = assert_error(client.get("/readyz"), 503, "not_ready")
     assert body["details"]["checks"] == {
         "database": "ok",
         "runtime:default": "runtime_unavailable",
@@ -85,7 +75,7 @@ def test_readyz_checks_every_routed_endpoint_once(client, runtime, unused_port):
     )
     ModelRoute.objects.create(model="test-model", endpoint=up)
     ModelRoute.objects.create(model="other-model", endpoint=down)
-    body = assert_envelope(client.get("/readyz"), 503, "not_ready")
+    body = assert_error(client.get("/readyz"), 503, "not_ready")
     assert body["details"]["checks"] == {
         "database": "ok",
         "runtime:up": "ok",
@@ -99,14 +89,14 @@ def test_readyz_checks_every_routed_endpoint_once(client, runtime, unused_port):
 def test_an_unknown_path_answers_the_envelope_404_never_html(client, settings, url, debug):
     settings.DEBUG = debug
     for method in (client.get, client.post):
-        body = assert_envelope(method(url), 404, "not_found")
+        body = assert_error(method(url), 404, "not_found")
         assert url in body["message"]
 
 
 def test_a_post_to_an_unknown_agent_path_is_a_404_not_a_csrf_page():
     from django.test import Client
 
-    body = assert_envelope(Client(enforce_csrf_checks=True).post("/agent/nope"), 404, "not_found")
+    body = assert_error(Client(enforce_csrf_checks=True).post("/agent/nope"), 404, "not_found")
     assert "/agent/nope" in body["message"]
 
 
@@ -114,7 +104,7 @@ def test_a_post_to_an_unknown_agent_path_is_a_404_not_a_csrf_page():
 @pytest.mark.parametrize("debug", [False, True], ids=["debug-off", "debug-on"])
 def test_a_crash_inside_an_api_view_answers_the_envelope_500(client, settings, debug, caplog):
     settings.DEBUG = debug
-    body = assert_envelope(client.get("/test/crash-drf"), 500, "internal_error")
+    body = assert_error(client.get("/test/crash-drf"), 500, "internal_error")
     assert "boom" not in body["message"]
     assert body["details"] == {}
     assert "boom" in caplog.text  # logged for the operator, not shown to the client
@@ -129,4 +119,4 @@ def test_the_test_urlconf_still_serves_the_service(client):
 @pytest.mark.urls(__name__)
 def test_a_crash_outside_an_api_view_answers_the_envelope_500():
     client = Client(raise_request_exception=False)
-    assert_envelope(client.get("/test/crash-django"), 500, "internal_error")
+    assert_error(client.get("/test/crash-django"), 500, "internal_error")
