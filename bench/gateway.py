@@ -73,7 +73,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--worker-class", default=ServerConfig.worker_class, choices=("gthread", "sync")
     )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the server (repeatable), e.g. DB_CONN_HEALTH_CHECKS=0",
+    )
     args = parser.parse_args(argv)
+    if any("=" not in item for item in args.env):
+        parser.error("--env takes NAME=VALUE")
     unknown = set(args.databases.split(",")) - set(DATABASES)
     if unknown:
         parser.error(f"unknown database(s): {', '.join(sorted(unknown))}")
@@ -149,7 +158,12 @@ def bench_database(name: str, runtime_url: str, args: argparse.Namespace) -> Fig
         return result
 
     with DATABASES[name]() as database_url, temp_dir() as var_dir:
-        env = service_env(database_url, runtime_url=runtime_url, var_dir=var_dir)
+        env = service_env(
+            database_url,
+            runtime_url=runtime_url,
+            var_dir=var_dir,
+            **dict(item.split("=", 1) for item in args.env),
+        )
         print(f"[{name}] migrate, create_api_key, start gunicorn ({config})", file=sys.stderr)
         manage(env, "migrate", "--no-input")
         key = create_api_key(env, name="bench", rate_limit=0)

@@ -103,7 +103,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["CONN_MAX_AGE"] = None
 elif _db["ENGINE"] == "django.db.backends.postgresql":
     _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600, minimum=0)
-    _db["CONN_HEALTH_CHECKS"] = True
+    # A health check costs a round trip per request; off, a connection the server dropped
+    # fails one request before Django replaces it. On by default.
+    _db["CONN_HEALTH_CHECKS"] = env_bool("DB_CONN_HEALTH_CHECKS", True)
 else:
     raise ImproperlyConfigured("DATABASE_URL must be a sqlite:// or postgres:// URL")
 _db["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME") or None}
