@@ -4,6 +4,7 @@ from django.utils.html import format_html
 
 from agents import services
 from agents.models import AgentProfile, Job, Step
+from gateway.admin_base import HistoryAdmin
 from gateway.errors import ApiError
 
 
@@ -101,14 +102,8 @@ class JobAdmin(admin.ModelAdmin):
 
 
 @admin.register(Step)
-class StepAdmin(admin.ModelAdmin):
+class StepAdmin(HistoryAdmin):
     list_display = ("job", "index", "kind", "name", "status", "elapsed", "started_at")
     list_filter = ("kind", "status")
     search_fields = ("job__id", "name")
     list_select_related = ("job",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

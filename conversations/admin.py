@@ -6,6 +6,7 @@ from django.utils.text import Truncator
 
 from agents.models import Job
 from conversations.models import Conversation, Message
+from gateway.admin_base import HistoryAdmin
 
 TRANSCRIPT_MESSAGES = 200
 JOBS_SHOWN = 20
@@ -16,7 +17,7 @@ def _changelist(model: str, **filters: str) -> str:
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(HistoryAdmin):
     """Read-only: conversations are written by chats. The transcript shows the newest
     messages; the message list (linked) has all of them, searchable."""
 
@@ -53,12 +54,6 @@ class ConversationAdmin(admin.ModelAdmin):
         "transcript",
     )
     readonly_fields = fields
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="jobs")
     def jobs(self, obj: Conversation) -> str:
@@ -106,7 +101,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(HistoryAdmin):
     list_display = ("conversation", "seq", "role", "excerpt", "token_estimate", "job", "created_at")
     list_filter = ("role", "created_at")
     search_fields = ("content", "conversation__id")
@@ -115,12 +110,6 @@ class MessageAdmin(admin.ModelAdmin):
     fields = ("conversation", "seq", "role", "content", "token_estimate", "job", "created_at")
     readonly_fields = fields
     ordering = ("-id",)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="content")
     def excerpt(self, obj: Message) -> str:

@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from django.db import models
 
 from gateway import services
+from gateway.admin_base import HistoryAdmin
 from gateway.models import ApiKey, ModelRoute, RuntimeEndpoint, Scope, UsageRecord
 
 
@@ -115,7 +116,7 @@ class ModelRouteAdmin(admin.ModelAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(admin.ModelAdmin):
+class UsageRecordAdmin(HistoryAdmin):
     list_display = (
         "created_at",
         "api_key",
@@ -132,9 +133,3 @@ class UsageRecordAdmin(admin.ModelAdmin):
     search_fields = ("model", "job_id", "api_key__name", "api_key__prefix")
     list_select_related = ("api_key",)
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
