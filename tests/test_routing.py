@@ -123,36 +123,25 @@ def test_an_endpoint_that_is_down_is_skipped_and_the_call_succeeds(
     assert set(UsageRecord.objects.values_list("endpoint", flat=True)) == {"alive"}
 
 
-def test_a_failed_endpoint_stays_skipped_during_the_cooldown(
-    api_client, api_key, runtime, make_server, settings
+@pytest.mark.parametrize(
+    ("cooldown", "expected"),
+    [(3600, [0, 6]), (0, [2, 4])],
+    ids=["stays-skipped-during-the-cooldown", "is-used-again-after-the-cooldown"],
+)
+def test_a_failed_endpoint_is_skipped_only_during_the_cooldown(
+    api_client, api_key, runtime, make_server, settings, cooldown, expected
 ):
-    settings.RUNTIME_FAILURE_COOLDOWN = 3600
+    settings.RUNTIME_FAILURE_COOLDOWN = cooldown
     flaky, steady = make_server(), make_server()
     add_route("routed-model", flaky)
     add_route("routed-model", steady)
     flaky.stop()
     for n in range(2):  # one of these turns starts at the flaky endpoint
         ok(call(api_client, api_key, prompt=f"call {n}"))
-    flaky.start()  # back on the same port, but still cooling down
+    flaky.start()  # back on the same port
     for n in range(2, 6):
         ok(call(api_client, api_key, prompt=f"call {n}"))
-    assert served(flaky, steady) == [0, 6]
-
-
-def test_a_failed_endpoint_is_used_again_after_the_cooldown(
-    api_client, api_key, runtime, make_server, settings
-):
-    settings.RUNTIME_FAILURE_COOLDOWN = 0
-    flaky, steady = make_server(), make_server()
-    add_route("routed-model", flaky)
-    add_route("routed-model", steady)
-    flaky.stop()
-    for n in range(2):
-        ok(call(api_client, api_key, prompt=f"call {n}"))
-    flaky.start()
-    for n in range(2, 6):
-        ok(call(api_client, api_key, prompt=f"call {n}"))
-    assert served(flaky, steady) == [2, 4]
+    assert served(flaky, steady) == expected
 
 
 def test_a_busy_endpoint_is_skipped_like_one_that_is_down(
