@@ -25,9 +25,8 @@ from typing import Any
 
 import requests
 from django.conf import settings
-from requests.adapters import HTTPAdapter
 
-from gateway import abortable, protocols, routing
+from gateway import abortable, protocols, routing, session
 from gateway.errors import ApiError
 from gateway.routing import Endpoint
 
@@ -48,20 +47,7 @@ class Generation:
     completion_tokens: int | None = None
 
 
-def _make_session() -> requests.Session:
-    session = requests.Session()
-    # Runtimes are configured explicitly (MODEL_RUNTIME_URL, the routing table): no
-    # HTTP(S)_PROXY / NO_PROXY / ~/.netrc from the environment. Reading those costs a scan
-    # of os.environ and a file lookup on every call (0.2 ms of CPU here, ~7% of a request).
-    session.trust_env = False
-    adapter = HTTPAdapter(pool_connections=16, pool_maxsize=64, max_retries=0)
-    abortable.install(adapter)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
-
-
-_session = _make_session()
+_session = session.make_session()
 
 
 def _timeout() -> tuple[float, float]:

@@ -352,6 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
             f"Server: {self.server_version}",
             f"Date: {self.date_time_string()}",
             f"Content-Type: {content_type}",
+            *(f"{name}: {value}" for name, value in self.runtime.response_headers.items()),
         ]
         if length is None:
             if self.request_version == "HTTP/1.0":
@@ -665,8 +666,9 @@ class RuntimeServer:
     """A fake model runtime on a real loopback socket (see the module docstring).
 
     Attributes meant for tests: :attr:`url`, :attr:`requests`, :attr:`models`,
-    :attr:`script`, :attr:`tokenizer` and :attr:`closed_early`. ``stop()`` followed by
-    ``start()`` serves again on the same port, which simulates a runtime restart.
+    :attr:`script`, :attr:`tokenizer`, :attr:`response_headers` and :attr:`closed_early`.
+    ``stop()`` followed by ``start()`` serves again on the same port, which simulates a
+    runtime restart.
     """
 
     def __init__(
@@ -678,6 +680,8 @@ class RuntimeServer:
         self.models: set[str] = set(models)
         self.script: Script | None = None
         self.tokenizer: bool = True
+        #: Extra headers of every answer (e.g. ``Set-Cookie``).
+        self.response_headers: dict[str, str] = {}
         self.requests: list[Recorded] = []
         #: Streamed responses whose client hung up before the end (during the initial
         #: ``delay`` or between chunks; not when ``stop()`` cut them).
@@ -759,6 +763,7 @@ class RuntimeServer:
         self.script = None
         self.models = set(self._initial_models)
         self.tokenizer = True
+        self.response_headers = {}
 
     # -- inspection ------------------------------------------------------------------------
 
