@@ -1,0 +1,58 @@
+"""gateway.rows: the key read and the usage write of every model call, as prepared SQL."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gateway import rows
+from gateway.models import ApiKey, UsageRecord
+
+pytestmark = pytest.mark.django_db
+
+
+def test_get_by_reads_the_row_as_the_orm_does(make_key):
+    made, _ = make_key(allowed_models=["a", "b"], expires_at=timezone.now() + timedelta(days=1))
+    read = rows.get_by(ApiKey, "prefix", made.prefix)
+    expected = ApiKey.objects.get(pk=made.pk)
+    assert isinstance(read, ApiKey)
+    for field in ApiKey._meta.concrete_fields:
+        assert getattr(read, field.attname) == getattr(expected, field.attname), field.name
+    assert read.allowed_models == ["a", "b"] and read.scopes == ["agent", "model"]
+    assert read.expires_at.tzinfo is not None
+
+
+def test_get_by_answers_none_for_no_row(db):
+    assert rows.get_by(ApiKey, "prefix", "nothing-here") is None
+
+
+def test_insert_writes_what_the_orm_reads_back(make_key):
+    api_key, _ = make_key()
+    before = timezone.now()
+    rows.insert(
+        UsageRecord(
+            api_key=api_key,
+            model="m",
+            endpoint="default",
+            status=200,
+            elapsed=0.125,
+            prompt_chars=3,
+            prompt_tokens=None,
+            completion_tokens=7,
+        )
+    )
+    [record] = UsageRecord.objects.all()
+    assert record.api_key_id == api_key.pk
+    assert (record.origin, record.job_id, record.model) == ("api", "", "m")
+    assert record.endpoint == "default"
+    assert (record.status, record.error, record.elapsed) == (200, "", 0.125)
+    assert (record.prompt_chars, record.response_chars) == (3, 0)
+    assert (record.prompt_tokens, record.completion_tokens) == (None, 7)
+    assert before <= record.created_at <= timezone.now()
+
+
+def test_insert_is_held_to_the_database_constraints(make_key):
+    api_key, _ = make_key()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        rows.insert(UsageRecord(api_key=api_key, model="m", status=-1, elapsed=0.1))
