@@ -1,0 +1,39 @@
+"""Django's PostgreSQL backend with a health check that idle connections only pay.
+
+With ``CONN_HEALTH_CHECKS`` Django sends ``SELECT 1`` before the first query of every
+request that reuses a connection: a round trip on every request. Connection pools skip that
+check for a connection that was in use a moment ago (HikariCP's ``aliveBypassWindowMs``,
+500 ms), because a connection that just worked is as good as proven. So does this backend:
+a connection that finished a request without a database error less than
+``HEALTH_CHECK_IDLE`` seconds ago (``DATABASES`` key, from ``DB_CONN_HEALTH_CHECK_IDLE``)
+is used without the check; one idle for longer, which a server restart or an idle timeout
+may have cut, is checked first as Django does. ``0`` checks before every request.
+"""
+
+import time
+
+from django.db.backends.postgresql import base
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.health_check_idle = float(self.settings_dict.get("HEALTH_CHECK_IDLE", 0))
+        self._proven_at = float("-inf")
+
+    def close_if_health_check_failed(self) -> None:
+        if (
+            self.health_check_enabled
+            and not self.health_check_done
+            and time.monotonic() - self._proven_at < self.health_check_idle
+        ):
+            self.health_check_done = True
+        super().close_if_health_check_failed()
+
+    def close_if_unusable_or_obsolete(self) -> None:
+        # Called when a request starts and when it ends. health_check_done is true only
+        # if this request used the connection (the first query set it); errors_occurred,
+        # if a query failed in a way other than a data or integrity error.
+        if self.connection is not None and self.health_check_done and not self.errors_occurred:
+            self._proven_at = time.monotonic()
+        super().close_if_unusable_or_obsolete()
