@@ -203,6 +203,9 @@ AGENT_MODEL = env_str("AGENT_MODEL", "gemma3:270m")
 # --- Keys -----------------------------------------------------------------------------
 # Requests per minute for a new key when none is given (0 = unlimited).
 DEFAULT_KEY_RATE_LIMIT = env_int("DEFAULT_KEY_RATE_LIMIT", 600, minimum=0)
+# PostgreSQL: usage records commit without waiting for the disk flush. A crash of the
+# database server may lose the last fraction of a second of them; nothing else is affected.
+USAGE_ASYNC_COMMIT = env_bool("USAGE_ASYNC_COMMIT", True)
 
 # --- Jobs -----------------------------------------------------------------------------
 JOB_TIMEOUT = env_int("JOB_TIMEOUT", 900, minimum=10)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
@@ -45,8 +46,6 @@ def api_key_create(
 
     ``owner`` defaults to a user named after ``name``, created if missing.
     """
-    from django.conf import settings
-
     if owner is None:
         owner, _ = get_user_model().objects.get_or_create(username=name)
     new = keys.generate()
@@ -188,7 +187,8 @@ def model_call(
                 response_chars=len(generation.text) if generation else 0,
                 prompt_tokens=generation.prompt_tokens if generation else None,
                 completion_tokens=generation.completion_tokens if generation else None,
-            )
+            ),
+            durable=not settings.USAGE_ASYNC_COMMIT,
         )
     return ModelCallResult(
         model=model,
