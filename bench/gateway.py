@@ -13,12 +13,15 @@ once, and reports:
   gunicorn and the database spent per request (figures that noise on a shared machine
   moves less than requests per second).
 
-Each run stops after N requests or S seconds, whichever comes first.
+Each run stops after N requests or S seconds, whichever comes first. Both services run
+from the start and the rounds (``--rounds``) go round them in turn, so that a slow spell
+of the shared machine falls on every database alike; each figure is its best round.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
@@ -59,10 +62,10 @@ DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=5000, help="cap of requests per run")
-    parser.add_argument("--seconds", type=float, default=5.0, help="cap of seconds per run")
+    parser.add_argument("--seconds", type=float, default=3.0, help="cap of seconds per run")
     parser.add_argument("--concurrency", type=int, default=16, help="of the throughput run")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds of runs; each figure is its best round"
+        "--rounds", type=int, default=5, help="rounds of runs; each figure is its best round"
     )
     parser.add_argument(
         "--databases", default="sqlite,postgres", help="comma-separated: sqlite, postgres"
@@ -141,71 +144,90 @@ HEADERS = [
 ]
 
 
-def bench_database(name: str, runtime_url: str, args: argparse.Namespace) -> Figures:
-    config = ServerConfig(args.workers, args.threads, args.worker_class)
-    direct_url = f"{runtime_url}/api/generate"
-    direct_body = {"model": MODEL, "prompt": PROMPT, "stream": False}
+@dataclass
+class Service:
+    """One database's service under gunicorn, answering."""
 
+    name: str
+    api_url: str
+    body: dict
+    server_pids: list[int]
+    db_pids: list[int]
+
+
+def start_service(
+    name: str, runtime_url: str, args: argparse.Namespace, stack: contextlib.ExitStack
+) -> Service:
+    config = ServerConfig(args.workers, args.threads, args.worker_class)
+    database_url = stack.enter_context(DATABASES[name]())
+    env = service_env(
+        database_url,
+        runtime_url=runtime_url,
+        var_dir=stack.enter_context(temp_dir()),
+        **dict(item.split("=", 1) for item in args.env),
+    )
+    print(f"[{name}] migrate, create_api_key, start gunicorn ({config})", file=sys.stderr)
+    manage(env, "migrate", "--no-input")
+    key = create_api_key(env, name="bench", rate_limit=0)
+    body = {"api_key": key, "model": MODEL, "prompt": PROMPT, "options": {"seed": 1}}
+    server = stack.enter_context(gunicorn(env, config))
+    api_url = f"{server.url}/api.php"
+    answer = check_answer(api_url, body)
+    if answer.get("ok") is not True or answer.get("response") != f"echo: {PROMPT}":
+        raise RuntimeError(f"unexpected answer from /api.php: {answer}")
+    # Warm up every worker thread and database connection.
+    run_load(
+        api_url,
+        body,
+        concurrency=args.concurrency,
+        requests=min(args.requests, 1000),
+        seconds=min(args.seconds, 5),
+    )
+    database = urlsplit(database_url).path.lstrip("/") if name == "postgres" else None
+    return Service(
+        name,
+        api_url,
+        body,
+        server_pids=process_tree(server.pid),
+        db_pids=postgres_backends(database) if database else [],
+    )
+
+
+def bench_round(service: Service, runtime_url: str, args: argparse.Namespace) -> Figures:
     def load(url: str, body: dict, concurrency: int) -> LoadResult:
         result = run_load(
             url, body, concurrency=concurrency, requests=args.requests, seconds=args.seconds
         )
         print(
-            f"[{name}] {urlsplit(url).path} c={concurrency}: {result.requests} requests "
-            f"in {result.seconds:.1f} s, {result.errors} errors",
+            f"[{service.name}] {urlsplit(url).path} c={concurrency}: {result.requests} "
+            f"requests in {result.seconds:.1f} s, {result.errors} errors",
             file=sys.stderr,
         )
         return result
 
-    with DATABASES[name]() as database_url, temp_dir() as var_dir:
-        env = service_env(
-            database_url,
-            runtime_url=runtime_url,
-            var_dir=var_dir,
-            **dict(item.split("=", 1) for item in args.env),
-        )
-        print(f"[{name}] migrate, create_api_key, start gunicorn ({config})", file=sys.stderr)
-        manage(env, "migrate", "--no-input")
-        key = create_api_key(env, name="bench", rate_limit=0)
-        body = {"api_key": key, "model": MODEL, "prompt": PROMPT, "options": {"seed": 1}}
-        with gunicorn(env, config) as server:
-            api_url = f"{server.url}/api.php"
-            answer = check_answer(api_url, body)
-            if answer.get("ok") is not True or answer.get("response") != f"echo: {PROMPT}":
-                raise RuntimeError(f"unexpected answer from /api.php: {answer}")
-            # Warm up every worker thread and database connection.
-            run_load(
-                api_url,
-                body,
-                concurrency=args.concurrency,
-                requests=min(args.requests, 1000),
-                seconds=min(args.seconds, 5),
-            )
-            database = urlsplit(database_url).path.lstrip("/") if name == "postgres" else None
-            server_pids = process_tree(server.pid)
-            db_pids = postgres_backends(database) if database else []
-            rounds = []
-            for _ in range(args.rounds):
-                direct = load(direct_url, direct_body, 1)
-                single = load(api_url, body, 1)
-                before = cpu_seconds(server_pids), cpu_seconds(db_pids)
-                loaded = load(api_url, body, args.concurrency)
-                after = cpu_seconds(server_pids), cpu_seconds(db_pids)
-                rounds.append(
-                    Figures(
-                        name,
-                        direct,
-                        single,
-                        loaded,
-                        server_cpu_ms=cpu_per_request(loaded, before[0], after[0]),
-                        db_cpu_ms=cpu_per_request(loaded, before[1], after[1]),
-                        errors=direct.errors + single.errors + loaded.errors,
-                    )
-                )
-    # Noise from other tenants only ever slows a run down: keep each figure's best round.
+    direct = load(
+        f"{runtime_url}/api/generate", {"model": MODEL, "prompt": PROMPT, "stream": False}, 1
+    )
+    single = load(service.api_url, service.body, 1)
+    before = cpu_seconds(service.server_pids), cpu_seconds(service.db_pids)
+    loaded = load(service.api_url, service.body, args.concurrency)
+    after = cpu_seconds(service.server_pids), cpu_seconds(service.db_pids)
+    return Figures(
+        service.name,
+        direct,
+        single,
+        loaded,
+        server_cpu_ms=cpu_per_request(loaded, before[0], after[0]),
+        db_cpu_ms=cpu_per_request(loaded, before[1], after[1]),
+        errors=direct.errors + single.errors + loaded.errors,
+    )
+
+
+def best_of(rounds: list[Figures]) -> Figures:
+    """Noise from other tenants only ever slows a run down: each figure's best round."""
     best = max(rounds, key=lambda fig: fig.loaded.rps)
     return Figures(
-        name,
+        rounds[0].database,
         direct=min((fig.direct for fig in rounds), key=lambda result: result.p50_ms),
         single=min((fig.single for fig in rounds), key=lambda result: result.p50_ms),
         loaded=best.loaded,
@@ -254,10 +276,20 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.getloadavg()[0]:.2f}; Python {platform.python_version()}; each run capped at "
         f"{args.requests} requests / {args.seconds:g} s; times in ms"
     )
-    figures = []
-    with runtime_process(models=(MODEL,), kind=args.runtime) as runtime:
-        for name in args.databases.split(","):
-            figures.append(bench_database(name, runtime.url, args))
+    # Every service runs from the start and the rounds go round them in turn, so that a
+    # slow spell of the shared machine falls on all of them rather than on one.
+    with (
+        runtime_process(models=(MODEL,), kind=args.runtime) as runtime,
+        contextlib.ExitStack() as stack,
+    ):
+        services = [
+            start_service(name, runtime.url, args, stack) for name in args.databases.split(",")
+        ]
+        rounds: dict[str, list[Figures]] = {service.name: [] for service in services}
+        for _ in range(args.rounds):
+            for service in services:
+                rounds[service.name].append(bench_round(service, runtime.url, args))
+    figures = [best_of(results) for results in rounds.values()]
     c = args.concurrency
     print(table([h.format(c=c) for h in HEADERS], [fig.row() for fig in figures]))
     print(verdict(figures, c))
