@@ -24,7 +24,9 @@ import argparse
 import contextlib
 import os
 import platform
+import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -266,6 +268,16 @@ def verdict(figures: list[Figures], concurrency: int) -> str:
     return "targets: " + "; ".join(parts) + (" -- met" if met else " -- MISSED")
 
 
+def reference_loop_ms() -> float:
+    """Milliseconds of a fixed pure-Python loop: how fast the shared machine is right now
+    (here it takes about 34 ms when the host is quiet and twice that when it is not)."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(300_000):
+        total += i * i
+    return (time.perf_counter() - started) * 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = ServerConfig(args.workers, args.threads, args.worker_class)
@@ -286,12 +298,18 @@ def main(argv: list[str] | None = None) -> int:
             start_service(name, runtime.url, args, stack) for name in args.databases.split(",")
         ]
         rounds: dict[str, list[Figures]] = {service.name: [] for service in services}
+        speeds = []
         for _ in range(args.rounds):
             for service in services:
+                speeds.append(reference_loop_ms())
                 rounds[service.name].append(bench_round(service, runtime.url, args))
     figures = [best_of(results) for results in rounds.values()]
     c = args.concurrency
     print(table([h.format(c=c) for h in HEADERS], [fig.row() for fig in figures]))
+    print(
+        f"machine speed: a fixed Python loop took {min(speeds):.0f}-{max(speeds):.0f} ms "
+        f"(median {statistics.median(speeds):.0f}) before the rounds; the lower, the faster"
+    )
     print(verdict(figures, c))
     return 1 if any(fig.errors for fig in figures) else 0
 
