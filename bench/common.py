@@ -121,6 +121,12 @@ def postgres_database(admin_url: str = PG_ADMIN_URL) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+#: The databases a benchmark can run on, by name (``--databases sqlite,postgres``).
+DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
+#: The model the loopback runtime serves.
+MODEL = "bench-model"
+
+
 # --- The service ------------------------------------------------------------------------
 
 
@@ -252,9 +258,7 @@ RUNTIMES = {
 
 
 @contextlib.contextmanager
-def runtime_process(
-    models: Sequence[str] = ("bench-model",), kind: str = "fast"
-) -> Iterator[Server]:
+def runtime_process(models: Sequence[str] = (MODEL,), kind: str = "fast") -> Iterator[Server]:
     """A model runtime on loopback in its own process (so that it competes with neither the
     client nor the service for a GIL) that answers at once; yields its base URL.
 

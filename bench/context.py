@@ -39,13 +39,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    DATABASES,
     PROJECT_DIR,
     gunicorn,
     manage,
-    postgres_database,
     python,
     service_env,
-    sqlite_database,
     table,
 )
 
@@ -57,7 +56,6 @@ NEEDLE_BUDGET = 2000
 TARGET_RATIO = 1.5
 TARGET_GET_MS = 300.0
 TARGET_RECALL = 0.95
-DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
 
 # --- Generated conversations -----------------------------------------------------------------
 

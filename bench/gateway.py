@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    DATABASES,
+    MODEL,
     RUNTIMES,
     LoadResult,
     ServerConfig,
@@ -43,22 +45,18 @@ from bench.common import (
     gunicorn,
     manage,
     postgres_backends,
-    postgres_database,
     process_tree,
     run_load,
     runtime_process,
     service_env,
-    sqlite_database,
     table,
     temp_dir,
     wrk_path,
 )
 
-MODEL = "bench-model"
 PROMPT = "Say something short."
 TARGET_OVERHEAD_MS = 3.0
 TARGET_RPS = 400
-DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

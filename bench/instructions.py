@@ -28,22 +28,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    DATABASES,
+    MODEL,
     PROJECT_DIR,
     create_api_key,
     manage,
-    postgres_database,
     python,
     runtime_process,
     service_env,
-    sqlite_database,
     table,
     temp_dir,
 )
+from bench.gateway import PROMPT
 
-MODEL = "bench-model"
-PROMPT = "Say something short."
 WARM_UP = 50
-DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
 
 
 def _environ(method: str, path: str, body: bytes) -> dict:

@@ -42,23 +42,21 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    DATABASES,
+    MODEL,
     PROJECT_DIR,
     gunicorn,
     percentile,
-    postgres_database,
     python,
     runtime_process,
     service_env,
-    sqlite_database,
     table,
     temp_dir,
 )
 
-MODEL = "bench-model"
 WORKERS = 2
 TARGET_START_P50_MS = 15.0
 TARGET_RATIO = 1.5
-DATABASES = {"sqlite": sqlite_database, "postgres": postgres_database}
 BODY = {
     "source": "bench",
     "scope_type": "run",
