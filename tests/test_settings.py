@@ -1,6 +1,7 @@
 """Settings from the environment fail loudly, and the documented production setup is clean."""
 
 import os
+import re
 import secrets
 import string
 import subprocess
@@ -185,3 +186,14 @@ def test_a_malformed_variable_stops_the_process_at_start(tmp_path, name, value):
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert name in result.stderr
+
+
+def test_env_example_lists_every_variable_the_settings_read():
+    settings_source = (PROJECT_DIR / "config" / "settings.py").read_text()
+    read = set(
+        re.findall(r'env_(?:str|bool|int|float|list|choice)\(\s*"([A-Z0-9_]+)"', settings_source)
+    )
+    listed = set(
+        re.findall(r"^#?\s*([A-Z0-9_]+)=", (PROJECT_DIR / ".env.example").read_text(), re.M)
+    )
+    assert read and read <= listed, sorted(read - listed)
