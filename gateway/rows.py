@@ -1,11 +1,12 @@
 """The two statements every model call runs, with their SQL built once per process.
 
 ``POST /api.php`` reads its key and writes a usage record on every call. Through the
-ORM's query compiler those two statements cost about a sixth of the request's instructions
-(callgrind), because the compiler builds the same SQL text again each time. Here the text is made once
-from the model's own metadata (table, columns, quoting of the database in use), so it
-follows every migration, and each call only binds values. Values still go through the
-fields' own conversions (``pre_save``, ``get_db_prep_save``, the converters of ``raw()``).
+ORM's query compiler those two statements cost about a sixth of the request's
+instructions (callgrind), because the compiler builds the same SQL text again each time.
+Here the text is made once from the model's own metadata (table, columns, quoting of the
+database in use), so it follows every migration, and each call only binds values. Values
+still go through the fields' own conversions (``pre_save``, ``get_db_prep_save``, the
+converters of ``raw()``).
 
 Nothing else should need this: everywhere else, the ORM.
 """
