@@ -131,14 +131,22 @@ MODEL = "bench-model"
 
 
 def service_env(
-    database_url: str, *, runtime_url: str, var_dir: Path | None = None, **extra: object
+    database_url: str,
+    *,
+    runtime_url: str,
+    var_dir: Path | None = None,
+    tree: Path = PROJECT_DIR,
+    **extra: object,
 ) -> dict[str, str]:
-    """The environment of one service instance, as production would set it (DEBUG=0)."""
+    """The environment of one service instance, as production would set it (DEBUG=0).
+
+    ``tree`` is the checkout it runs from (its PYTHONPATH; ``manage`` and ``gunicorn`` run
+    there): this one, or another commit's worktree (bench/compare.py)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "PYTHONPATH": str(PROJECT_DIR),
+        "PYTHONPATH": str(tree),
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(48),
         "ALLOWED_HOSTS": f"{LOOPBACK},localhost",
@@ -157,7 +165,7 @@ def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
     """Runs ``manage.py <args>`` with ``env``; returns its standard output."""
     result = subprocess.run(
         [python(), "manage.py", *args],
-        cwd=PROJECT_DIR,
+        cwd=env["PYTHONPATH"],
         env=env,
         capture_output=True,
         text=True,
@@ -225,7 +233,7 @@ def gunicorn(env: dict[str, str], config: ServerConfig = ServerConfig()) -> Iter
                 "--keep-alive",
                 "30",
             ],
-            cwd=PROJECT_DIR,
+            cwd=env["PYTHONPATH"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,

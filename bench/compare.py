@@ -27,15 +27,14 @@ from bench.common import (
     DATABASES,
     MODEL,
     PROJECT_DIR,
-    ServerConfig,
     check_answer,
-    free_port,
-    python,
+    create_api_key,
+    gunicorn,
+    manage,
     run_load,
     runtime_process,
     service_env,
     temp_dir,
-    wait_until_answering,
 )
 from bench.gateway import PROMPT
 
@@ -46,42 +45,14 @@ def serve(tree: Path, runtime_url: str, database: str, stack: contextlib.ExitSta
         stack.enter_context(DATABASES[database]()),
         runtime_url=runtime_url,
         var_dir=stack.enter_context(temp_dir()),
+        tree=tree,
     )
-    env["PYTHONPATH"] = str(tree)
-
-    def manage(*args: str) -> str:
-        return subprocess.run(
-            [python(), "manage.py", *args],
-            cwd=tree,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-
-    manage("migrate", "--no-input")
-    key = manage("create_api_key", "--name", "bench", "--scopes", "model", "--rate-limit", "0")
-    body = {"api_key": key.strip().splitlines()[-1], "model": MODEL, "prompt": PROMPT}
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            python(),
-            *("-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"),
-            *ServerConfig().args(),
-            *("--log-level", "warning", "--keep-alive", "30"),
-        ],
-        cwd=tree,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    stack.callback(process.wait, timeout=30)
-    stack.callback(process.terminate)
-    url = f"http://127.0.0.1:{port}"
-    wait_until_answering(f"{url}/healthz", process=process)
-    check_answer(f"{url}/api.php", body)
-    run_load(f"{url}/api.php", body, concurrency=16, requests=1000, seconds=3)
-    return f"{url}/api.php", body
+    manage(env, "migrate", "--no-input")
+    body = {"api_key": create_api_key(env, name="bench"), "model": MODEL, "prompt": PROMPT}
+    url = f"{stack.enter_context(gunicorn(env)).url}/api.php"
+    check_answer(url, body)
+    run_load(url, body, concurrency=16, requests=1000, seconds=3)
+    return url, body
 
 
 def main(argv: list[str] | None = None) -> int:
