@@ -268,7 +268,7 @@ def verdict(figures: list[Figures], concurrency: int) -> str:
 
 def reference_loop_ms() -> float:
     """Milliseconds of a fixed pure-Python loop: how fast the shared machine is right now
-    (here it takes about 34 ms when the host is quiet and twice that when it is not)."""
+    (here the same loop takes up to twice as long when the host is busy)."""
     started = time.perf_counter()
     total = 0
     for i in range(300_000):

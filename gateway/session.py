@@ -27,6 +27,10 @@ class _NoCookies(RequestsCookieJar):
         return None
 
 
+# Shared by every request: it never holds a cookie, so there is nothing to keep apart.
+_NO_COOKIES = _NoCookies()
+
+
 class RuntimeSession(requests.Session):
     def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
         simple = (
@@ -54,7 +58,7 @@ class RuntimeSession(requests.Session):
             prepared.body = body
         prepared.headers = headers
         prepared.hooks = {"response": []}
-        prepared._cookies = _NoCookies()  # read only if the runtime redirects
+        prepared._cookies = _NO_COOKIES  # read only if the runtime redirects
         return prepared
 
 
