@@ -1,29 +1,39 @@
 from django.contrib import admin
-from django.urls import reverse
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
+from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.text import Truncator
 
 from agents import services
-from agents.models import AgentProfile, Job, Step
-from gateway.admin_base import HistoryAdmin
-from gateway.errors import ApiError
+from agents.models import AgentProfile, Job, JobStatus, Step
+from backoffice.templatetags.backoffice import format_seconds, seconds_between, status_badge
+from core.admin import HistoryAdmin
+from core.exceptions import JobNotCancellable
+
+# A job's page shows at most this many steps (a profile's max_steps keeps jobs far below).
+STEPS_SHOWN = 100
+CANCELLABLE = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 @admin.register(AgentProfile)
 class AgentProfileAdmin(admin.ModelAdmin):
-    list_display = ("name", "model", "context_window", "answer_reserve", "max_steps", "updated_at")
+    list_display = (
+        "name",
+        "model",
+        "prompt_style",
+        "context_window",
+        "answer_reserve",
+        "max_steps",
+        "updated_at",
+    )
+    list_filter = ("prompt_style",)
     search_fields = ("name", "model", "description")
-
-
-class StepInline(admin.TabularInline):
-    model = Step
-    fields = ("index", "kind", "name", "status", "elapsed", "started_at", "input", "output")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Job)
@@ -31,50 +41,100 @@ class JobAdmin(admin.ModelAdmin):
     list_display = (
         "id",
         "kind",
-        "status",
-        "owner",
-        "source",
-        "scope_type",
-        "scope_id",
-        "profile",
-        "attempts",
+        "status_colour",
+        "model_name",
+        "key",
+        "scope",
+        "step_count",
+        "duration",
         "created_at",
-        "finished_at",
     )
     list_filter = ("status", "kind", "source", "scope_type", "created_at")
     search_fields = ("id", "scope_id")
-    list_select_related = ("owner", "profile")
+    list_select_related = ("profile", "api_key")
     date_hierarchy = "created_at"
-    readonly_fields = (
-        "id",
-        "owner",
-        "key_link",
-        "kind",
-        "source",
-        "scope_type",
-        "scope_id",
-        "task",
-        "profile",
-        "conversation_link",
-        "status",
-        "final_result",
-        "error",
-        "created_at",
-        "enqueued_at",
-        "started_at",
-        "finished_at",
-        "attempts",
-        "lease_owner",
-        "lease_expires_at",
-        "heartbeat_at",
-        "cancel_requested_at",
+    change_form_template = "admin/agents/job/change_form.html"
+    fieldsets = (
+        (None, {"fields": ("id", "status_colour", "kind", "owner", "key_link", "profile")}),
+        ("Work", {"fields": ("source", "scope_type", "scope_id", "conversation_link", "task")}),
+        ("Outcome", {"fields": ("final_result_readable", "error", "duration")}),
+        ("Steps", {"fields": ("timeline",)}),
+        (
+            "Times and worker",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "created_at",
+                    "enqueued_at",
+                    "started_at",
+                    "finished_at",
+                    "cancel_requested_at",
+                    "attempts",
+                    "lease_owner",
+                    "lease_expires_at",
+                    "heartbeat_at",
+                ),
+            },
+        ),
     )
-    exclude = ("api_key", "conversation")
-    inlines = (StepInline,)
+    readonly_fields = tuple(name for _, opts in fieldsets for name in opts["fields"])
     actions = ("cancel_selected",)
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request) -> bool:
         return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(steps_count=Count("steps"))
+
+    def get_urls(self):
+        cancel = self.admin_site.admin_view(self.cancel_view)
+        return [
+            path("<path:object_id>/cancel/", cancel, name="agents_job_cancel"),
+            *super().get_urls(),
+        ]
+
+    def render_change_form(self, request, context, *args, obj=None, **kwargs):
+        context["cancellable"] = obj is not None and obj.status in CANCELLABLE
+        return super().render_change_form(request, context, *args, obj=obj, **kwargs)
+
+    def cancel_view(self, request: HttpRequest, object_id: str):
+        """The Cancel button: the same service as ``POST /agent/job/{id}/cancel``."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        job = get_object_or_404(Job, pk=unquote(object_id))
+        if not self.has_change_permission(request, job):
+            raise PermissionDenied
+        try:
+            status = services.job_cancel(job)
+        except JobNotCancellable as err:
+            self.message_user(request, err.message, level="error")
+        else:
+            self.message_user(request, f"Job {job.pk} is {status}.")
+        return HttpResponseRedirect(reverse("admin:agents_job_change", args=[quote(job.pk)]))
+
+    @admin.display(description="status", ordering="status")
+    def status_colour(self, obj: Job) -> str:
+        return status_badge(obj.status)
+
+    @admin.display(description="model", ordering="profile__model")
+    def model_name(self, obj: Job) -> str:
+        return obj.profile.model
+
+    @admin.display(description="key", ordering="api_key__name")
+    def key(self, obj: Job) -> str:
+        return obj.api_key.name
+
+    @admin.display(description="source / scope")
+    def scope(self, obj: Job) -> str:
+        return Truncator(f"{obj.source}/{obj.scope_type}/{obj.scope_id}").chars(30)
+
+    @admin.display(description="steps", ordering="steps_count")
+    def step_count(self, obj: Job) -> int | str:
+        return getattr(obj, "steps_count", "-")
+
+    @admin.display(description="duration")
+    def duration(self, obj: Job) -> str:
+        return format_seconds(seconds_between(obj.started_at, obj.finished_at))
 
     @admin.display(description="API key")
     def key_link(self, obj: Job) -> str:
@@ -88,13 +148,31 @@ class JobAdmin(admin.ModelAdmin):
         url = reverse("admin:conversations_conversation_change", args=[obj.conversation_id])
         return format_html('<a href="{}">{}</a>', url, obj.conversation_id)
 
+    @admin.display(description="final result")
+    def final_result_readable(self, obj: Job) -> str:
+        return render_to_string("admin/agents/step/readable.html", {"value": obj.final_result})
+
+    @admin.display(description="timeline")
+    def timeline(self, obj: Job) -> str:
+        steps = list(obj.steps.order_by("index")[: STEPS_SHOWN + 1])
+        all_steps = reverse("admin:agents_step_changelist") + "?" + urlencode({"job": obj.pk})
+        return render_to_string(
+            "admin/agents/job/timeline.html",
+            {
+                "steps": steps[:STEPS_SHOWN],
+                "more": len(steps) > STEPS_SHOWN,
+                "total": obj.steps.count() if len(steps) > STEPS_SHOWN else len(steps),
+                "all_steps_url": all_steps,
+            },
+        )
+
     @admin.action(description="Cancel selected jobs")
     def cancel_selected(self, request, queryset):
         outcomes: dict[str, int] = {}
         for job in queryset:
             try:
                 status = services.job_cancel(job)
-            except ApiError:
+            except JobNotCancellable:
                 status = "not cancellable"
             outcomes[status] = outcomes.get(status, 0) + 1
         summary = ", ".join(f"{n} {status}" for status, n in sorted(outcomes.items()))
@@ -103,7 +181,37 @@ class JobAdmin(admin.ModelAdmin):
 
 @admin.register(Step)
 class StepAdmin(HistoryAdmin):
-    list_display = ("job", "index", "kind", "name", "status", "elapsed", "started_at")
+    list_display = ("job", "index", "kind", "name", "status_colour", "elapsed", "started_at")
     list_filter = ("kind", "status")
     search_fields = ("job__id", "name")
     list_select_related = ("job",)
+    fields = (
+        "job_link",
+        "index",
+        "kind",
+        "name",
+        "status_colour",
+        "started_at",
+        "finished_at",
+        "elapsed",
+        "input_readable",
+        "output_readable",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="status", ordering="status")
+    def status_colour(self, obj: Step) -> str:
+        return status_badge(obj.status)
+
+    @admin.display(description="job")
+    def job_link(self, obj: Step) -> str:
+        url = reverse("admin:agents_job_change", args=[obj.job_id])
+        return format_html('<a href="{}#step-{}">{}</a>', url, obj.index, obj.job_id)
+
+    @admin.display(description="input")
+    def input_readable(self, obj: Step) -> str:
+        return render_to_string("admin/agents/step/readable.html", {"value": obj.input})
+
+    @admin.display(description="output")
+    def output_readable(self, obj: Step) -> str:
+        return render_to_string("admin/agents/step/readable.html", {"value": obj.output})

@@ -47,7 +47,7 @@ class JobContext:
         Raises LeaseLost when the job is no longer this worker's.
         """
         now = time.monotonic()
-        if now - self._last_beat >= settings.JOB_LEASE_SECONDS / 4:
+        if now - self._last_beat >= settings.JOB_HEARTBEAT_SECONDS:
             status = services.job_heartbeat(self.job, token=self.token)
             self._last_beat = now
         else:
@@ -90,15 +90,24 @@ class JobContext:
     # --- Model and tools -------------------------------------------------------------------
 
     def call_model(
-        self, prompt: str, *, name: str = "generate", options: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        name: str = "generate",
+        options: dict[str, Any] | None = None,
+        messages: list[dict[str, str]] | None = None,
     ) -> str:
-        """One stateless model call through the gateway, recorded as a model_call step."""
+        """One stateless model call through the gateway, recorded as a model_call step.
+
+        With ``messages`` (chat messages) those are sent instead of ``prompt``. The step
+        keeps the model's raw text; what the agent stores may be cleaned.
+        """
         self.check()
         options = {**self.profile.options, **(options or {})}
         model = self.profile.model
-        with self.step(
-            StepKind.MODEL_CALL, name, {"model": model, "prompt": prompt, "options": options}
-        ) as out:
+        sent = {"prompt": prompt} if messages is None else {"messages": messages}
+        step_input = {"model": model, **sent, "options": options}
+        with self.step(StepKind.MODEL_CALL, name, step_input) as out:
             gateway.api_key_check_live(self.job.api_key)
             try:
                 result = gateway.model_call(
@@ -109,6 +118,7 @@ class JobContext:
                     origin=UsageRecord.Origin.AGENT,
                     job_id=self.job.pk,
                     should_stop=self.should_stop,
+                    messages=messages,
                 )
             except runtime.GenerationCancelled:
                 raise JobCancelled() from None

@@ -2,15 +2,34 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from agents.ids import new_job_id
+from core.ids import new_job_id
+
+
+class PromptStyle(models.TextChoices):
+    """How the agent writes its context for the model.
+
+    ``transcript``: one plain-text transcript that a base model continues (no tool list:
+    a base model cannot follow one, and copies it instead). ``chat``: chat messages for an
+    instruction-tuned model (Ollama ``/api/chat``, ``/v1/chat/completions``), tools listed.
+    """
+
+    TRANSCRIPT = "transcript", "Transcript (base models that continue text)"
+    CHAT = "chat", "Chat messages (instruction-tuned models)"
 
 
 class AgentProfile(models.Model):
-    """How an agent works: its model, options, system prompt, context budget and tools."""
+    """How an agent works: its model, how it is prompted, options, system prompt, context
+    budget and tools."""
 
     name = models.SlugField(max_length=50, unique=True)
     description = models.CharField(max_length=200, blank=True)
     model = models.CharField(max_length=200)
+    prompt_style = models.CharField(
+        max_length=12,
+        choices=PromptStyle.choices,
+        default=PromptStyle.TRANSCRIPT,
+        help_text="Transcript for base models, chat messages for instruction-tuned ones.",
+    )
     options = models.JSONField(
         default=dict, blank=True, help_text="Runtime options (Ollama names)."
     )
@@ -36,10 +55,17 @@ class AgentProfile(models.Model):
                 name="profile_reserve_below_window",
             ),
             models.CheckConstraint(condition=Q(max_steps__gte=1), name="profile_max_steps_min_1"),
+            models.CheckConstraint(
+                condition=Q(prompt_style__in=PromptStyle.values), name="profile_prompt_style_valid"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_transcript(self) -> bool:
+        return self.prompt_style == PromptStyle.TRANSCRIPT
 
     @property
     def prompt_budget(self) -> int:

@@ -4,26 +4,14 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
-from typing import Any
 
-from django.utils.module_loading import import_string
-
-from agents import services
+from agents import kinds, recovery, services, worker
 from agents.context import AgentFailure, JobCancelled, JobContext
-from agents.models import JobKind
-from gateway.errors import ApiError
+from core.db import is_connection_loss, replace_if_dropped
+from core.errors import error_id
+from core.exceptions import DomainError
 
 logger = logging.getLogger(__name__)
-
-AGENTS: dict[str, str] = {
-    JobKind.TASK: "agents.task_agent.run_task",
-    JobKind.CHAT: "conversations.chat_agent.run_chat",
-}
-
-
-def _agent_for(kind: str) -> Callable[[JobContext], dict[str, Any]]:
-    return import_string(AGENTS[kind])
 
 
 def new_token() -> str:
@@ -41,7 +29,8 @@ def run_job(job_id: str) -> str:
         return "not claimed"
     ctx = JobContext(job, token)
     try:
-        result = _agent_for(job.kind)(ctx)
+        with worker.holding(job.pk, token):
+            result = kinds.agent_for(job.kind)(ctx)
     except JobCancelled:
         services.job_mark_cancelled(job, token=token)
     except services.LeaseLost:
@@ -49,9 +38,14 @@ def run_job(job_id: str) -> str:
         return "lease lost"
     except AgentFailure as exc:
         services.job_fail(job, token=token, error=str(exc))
-    except ApiError as exc:
-        services.job_fail(job, token=token, error=f"{exc.error}: {exc.message}")
+    except DomainError as exc:
+        services.job_fail(job, token=token, error=f"{error_id(exc)}: {exc.message}")
     except Exception as exc:
+        if is_connection_loss(exc):
+            # Nothing wrong with the job: it runs again at once, on a new connection.
+            logger.warning("Job %s: its database connection was dropped; putting it back", job_id)
+            replace_if_dropped()
+            return recovery.job_release(job, token=token) or "lease lost"
         logger.exception("Job %s crashed", job_id)
         services.job_fail(job, token=token, error=f"internal_error: {type(exc).__name__}: {exc}")
     else:

@@ -1,26 +1,14 @@
-from collections.abc import Mapping
+from typing import Any
 
 from rest_framework import serializers
 
-from gateway.fields import StrictCharField, StringOrIntegerField
+from agents.models import JobKind, JobStatus, StepKind, StepStatus
+from agents.selectors import truncate
+from core.fields import ConstantField, IsoDateTimeField, StrictCharField, StringOrIntegerField
+from core.serializers import CheckedBodyMixin, RejectUnknownFieldsMixin
 
 
-class RejectUnknownFieldsMixin:
-    """Unknown fields are a 400 validation_error, not silently dropped."""
-
-    def to_internal_value(self, data):
-        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, Mapping) else []
-        errors = {name: ["Unknown field."] for name in unknown}
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            raise serializers.ValidationError({**exc.detail, **errors}) from None
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
-
-
-class ScopedRequestSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class ScopedRequestSerializer(CheckedBodyMixin, RejectUnknownFieldsMixin, serializers.Serializer):
     source = StrictCharField(max_length=100)
     scope_type = StrictCharField(max_length=100)
     scope_id = StringOrIntegerField(max_length=200)
@@ -31,42 +19,80 @@ class JobStartRequestSerializer(ScopedRequestSerializer):
     task = StrictCharField()
 
 
+# --- Answers: the views render through these, and the schema is generated from them ------
+
+
+class TruncatedJSONField(serializers.DictField):
+    """A step's input or output: texts over VIEW_TEXT_LIMIT characters are cut in this view
+    (never in storage)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return truncate(value)
+
+
 class JobStartDataSerializer(serializers.Serializer):
-    job_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["queued", "running"])
+    job_id = serializers.CharField(source="pk")
+    status = serializers.ChoiceField(choices=JobStatus.choices)
 
 
 class JobStartResponseSerializer(serializers.Serializer):
-    ok = serializers.BooleanField(default=True)
-    data = JobStartDataSerializer()
+    ok = ConstantField(True)
+    data = JobStartDataSerializer(source="*")
+
+
+class JobCancelDataSerializer(serializers.Serializer):
+    job_id = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=[JobStatus.CANCELLING, JobStatus.CANCELLED],
+        help_text="`cancelled` at once for a queued job; `cancelling` for a running one.",
+    )
+
+
+class JobCancelResponseSerializer(serializers.Serializer):
+    ok = ConstantField(True)
+    data = JobCancelDataSerializer(source="*")
 
 
 class StepSerializer(serializers.Serializer):
     index = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=["model_call", "tool_call", "context", "note"])
+    kind = serializers.ChoiceField(choices=StepKind.choices)
     name = serializers.CharField()
-    status = serializers.CharField()
-    started_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
+    status = serializers.ChoiceField(choices=StepStatus.choices)
+    started_at = IsoDateTimeField()
+    finished_at = IsoDateTimeField(allow_null=True)
     elapsed = serializers.FloatField(allow_null=True, help_text="Seconds.")
-    input = serializers.DictField()
-    output = serializers.DictField()
+    input = TruncatedJSONField()
+    output = TruncatedJSONField()
 
 
 class JobDataSerializer(serializers.Serializer):
-    job_id = serializers.CharField()
-    status = serializers.ChoiceField(
-        choices=["queued", "running", "cancelling", "finished", "failed", "cancelled"]
-    )
-    kind = serializers.ChoiceField(choices=["task", "chat"])
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-    steps = StepSerializer(many=True)
-    final_result = serializers.DictField(required=False)
-    error = serializers.CharField(required=False)
+    # Present only when they have a value.
+    OPTIONAL = ("conversation_id", "final_result", "error")
+
+    job_id = serializers.CharField(source="pk")
+    status = serializers.ChoiceField(choices=JobStatus.choices)
+    kind = serializers.ChoiceField(choices=JobKind.choices)
+    source = serializers.CharField()
+    scope_type = serializers.CharField()
+    scope_id = serializers.CharField()
+    profile = serializers.CharField(source="profile.name")
+    attempts = serializers.IntegerField(help_text="How many times a worker started the job.")
+    created_at = IsoDateTimeField()
+    started_at = IsoDateTimeField(allow_null=True)
+    finished_at = IsoDateTimeField(allow_null=True)
+    steps = StepSerializer(many=True, source="steps.all")
+    conversation_id = serializers.CharField(required=False, help_text="Chat jobs only.")
+    final_result = serializers.DictField(required=False, help_text="Once finished.")
+    error = serializers.CharField(required=False, help_text="Once failed.")
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        for name in self.OPTIONAL:
+            if data.get(name) in (None, ""):
+                data.pop(name, None)
+        return data
 
 
 class JobStatusResponseSerializer(serializers.Serializer):
-    ok = serializers.BooleanField(default=True)
-    data = JobDataSerializer()
+    ok = ConstantField(True)
+    data = JobDataSerializer(source="*")

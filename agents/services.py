@@ -11,16 +11,20 @@ running | cancelling -> queued (the reaper, after the worker's lease expired).
 """
 
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Max
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepStatus
-from gateway.errors import ApiError
+from agents.selectors import profile_get
+from core.db import retry_if_dropped, retry_if_dropped_before_commit
+from core.exceptions import JobNotCancellable
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +40,28 @@ def _lease_until(now: datetime) -> datetime:
 # --- Creating and queueing -------------------------------------------------------------
 
 
+#: A broker that fails (Redis restarting) is asked again after these pauses, in seconds.
+WAKEUP_RETRY_DELAYS = (0.2, 0.5, 1.0)
+
+
 def _send_wakeup(job_id: str) -> None:
+    """Puts the job's wake-up on the queue. A broker that stays away longer than the retries
+    loses it: the job is committed and queued, and the reaper wakes it again later."""
     from django_q.tasks import async_task
 
-    async_task(
-        "agents.tasks.run_job", job_id, task_name=job_id, sync=settings.Q_CLUSTER.get("sync", False)
-    )
+    sync = settings.Q_CLUSTER.get("sync", False)
+    for delay in (*WAKEUP_RETRY_DELAYS, None):
+        try:
+            async_task("agents.tasks.run_job", job_id, task_name=job_id, sync=sync)
+            return
+        except Exception as exc:
+            if sync:
+                raise  # the task itself ran here and failed: not the broker
+            if delay is None:
+                logger.error("Job %s: wake-up not sent (%s); the reaper will send it", job_id, exc)
+                return
+            logger.warning("Job %s: wake-up failed (%s); trying again", job_id, exc)
+            time.sleep(delay)
 
 
 def job_enqueue(job_id: str) -> None:
@@ -79,6 +99,25 @@ def job_create(
     return job
 
 
+@retry_if_dropped_before_commit
+def task_start(
+    *, api_key, source: str, scope_type: str, scope_id: str, task: str, profile_name: str | None
+) -> Job:
+    """Starts a task job with the named profile (the default when None). Returns once the
+    job is committed and its wake-up sent: the transaction ends before the return."""
+    profile = profile_get(profile_name)
+    with transaction.atomic():
+        return job_create(
+            api_key=api_key,
+            kind=JobKind.TASK,
+            source=source,
+            scope_type=scope_type,
+            scope_id=scope_id,
+            task=task,
+            profile=profile,
+        )
+
+
 # --- Claiming and holding ----------------------------------------------------------------
 
 
@@ -104,8 +143,10 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
     Chat jobs of one conversation run one at a time in arrival order: a chat is claimed
     only when no earlier one waits, and the database's partial unique index
     ``one_active_chat_per_conversation`` refuses a second active chat whatever happens.
+    ``started_at`` stays the first attempt's start; ``attempts`` counts the claims.
+    A claim whose first read meets a dropped database connection reconnects.
     """
-    job = Job.objects.filter(pk=job_id).first()
+    job = retry_if_dropped(Job.objects.filter(pk=job_id).first)
     if job is None or job.status != JobStatus.QUEUED:
         return None
     if job.kind == JobKind.CHAT and _earlier_chat_waiting(job):
@@ -118,7 +159,7 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
                 lease_owner=token,
                 lease_expires_at=_lease_until(now),
                 heartbeat_at=now,
-                started_at=now,
+                started_at=Coalesce(F("started_at"), now),
                 attempts=F("attempts") + 1,
             )
     except IntegrityError:
@@ -128,13 +169,19 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
     return Job.objects.select_related("profile", "api_key").get(pk=job_id)
 
 
+def job_renew_lease(job_id: str, *, token: str) -> bool:
+    """Extends the lease of a job this worker holds; False if it holds it no more."""
+    now = timezone.now()
+    return bool(
+        Job.objects.filter(pk=job_id, lease_owner=token, status__in=ACTIVE).update(
+            heartbeat_at=now, lease_expires_at=_lease_until(now)
+        )
+    )
+
+
 def job_heartbeat(job: Job, *, token: str) -> str:
     """Extends the lease and returns the job's status; raises LeaseLost if it is not ours."""
-    now = timezone.now()
-    held = Job.objects.filter(pk=job.pk, lease_owner=token, status__in=ACTIVE).update(
-        heartbeat_at=now, lease_expires_at=_lease_until(now)
-    )
-    if not held:
+    if not job_renew_lease(job.pk, token=token):
         raise LeaseLost(job.pk)
     status = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first()
     job.status = status
@@ -221,7 +268,7 @@ def job_mark_cancelled(job: Job, *, token: str) -> bool:
 
 
 def job_cancel(job: Job) -> str:
-    """Asks a job to stop; returns its status. Finished or failed: 409 job_not_cancellable.
+    """Asks a job to stop; returns its status. Finished or failed: :class:`JobNotCancellable`.
 
     queued -> cancelled at once; running -> cancelling (the worker ends it); cancelling and
     cancelled stay as they are. Used by the API and by the admin action.
@@ -232,12 +279,7 @@ def job_cancel(job: Job) -> str:
         if job.status in (JobStatus.CANCELLING, JobStatus.CANCELLED):
             return job.status
         if job.status in (JobStatus.FINISHED, JobStatus.FAILED):
-            raise ApiError(
-                409,
-                "job_not_cancellable",
-                f"The job is {job.status} and cannot be cancelled.",
-                details={"status": job.status, "job_id": job.pk},
-            )
+            raise JobNotCancellable(job_id=job.pk, status=job.status)
         if job.status == JobStatus.QUEUED:
             changed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
                 status=JobStatus.CANCELLED, cancel_requested_at=now, finished_at=now
@@ -273,91 +315,6 @@ def _wake_next_chat(job: Job) -> None:
 
 def job_after_run(job: Job) -> None:
     _wake_next_chat(job)
-
-
-# --- Recovering from dead workers -----------------------------------------------------------
-
-
-def _close_abandoned_steps(job_id: str, *, now: datetime) -> None:
-    """Fails the steps a dead worker left running, so that no step of a reaped job shows
-    ``running`` for ever (and a late ``step_finish`` of that worker changes nothing)."""
-    running = Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING)
-    for step in running.only("pk", "started_at"):
-        Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
-            status=StepStatus.FAILED,
-            finished_at=now,
-            elapsed=round((now - step.started_at).total_seconds(), 3),
-            output={"error": "The worker running this step stopped responding."},
-        )
-
-
-def job_reap(*, now: datetime | None = None) -> dict[str, int]:
-    """Recovers jobs whose worker died, and queued jobs whose wake-up was lost.
-
-    A running job whose lease expired goes back to queued (and is woken again) while it has
-    attempts left, else it fails; a cancelling one is cancelled. A queued job that has
-    waited longer than a lease since its last wake-up is woken again (duplicates are
-    harmless: delivery only tries a claim).
-    """
-    now = now or timezone.now()
-    counts = {"requeued": 0, "failed": 0, "cancelled": 0, "rewoken": 0}
-    expired = Job.objects.filter(status__in=ACTIVE, lease_expires_at__lt=now)
-    for job in expired.only("pk", "status", "attempts", "lease_owner", "kind", "conversation_id"):
-        lease = Q(pk=job.pk, lease_owner=job.lease_owner, lease_expires_at__lt=now)
-        released = {"lease_owner": "", "lease_expires_at": None}
-        if job.status == JobStatus.CANCELLING:
-            if Job.objects.filter(lease, status=JobStatus.CANCELLING).update(
-                status=JobStatus.CANCELLED, finished_at=now, **released
-            ):
-                counts["cancelled"] += 1
-                _close_abandoned_steps(job.pk, now=now)
-                _wake_next_chat(job)
-        elif job.attempts >= settings.JOB_MAX_ATTEMPTS:
-            if Job.objects.filter(lease, status=JobStatus.RUNNING).update(
-                status=JobStatus.FAILED,
-                finished_at=now,
-                **released,
-                error=(
-                    f"The worker running this job stopped responding {job.attempts} "
-                    f"time(s); giving up after {settings.JOB_MAX_ATTEMPTS} attempts."
-                ),
-            ):
-                counts["failed"] += 1
-                _close_abandoned_steps(job.pk, now=now)
-                _wake_next_chat(job)
-        elif Job.objects.filter(lease, status=JobStatus.RUNNING).update(
-            status=JobStatus.QUEUED, enqueued_at=now, **released
-        ):
-            counts["requeued"] += 1
-            _close_abandoned_steps(job.pk, now=now)
-            transaction.on_commit(lambda pk=job.pk: job_enqueue(pk))
-    if not _queue_is_empty():
-        return counts  # a backlog is being worked off: its wake-ups are still on the way
-    stale = now - timedelta(seconds=settings.JOB_LEASE_SECONDS)
-    busy_conversations = Job.objects.filter(kind=JobKind.CHAT, status__in=ACTIVE).values(
-        "conversation_id"
-    )
-    for pk in (
-        Job.objects.filter(status=JobStatus.QUEUED)
-        .filter(Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True, created_at__lt=stale))
-        # A chat waiting behind a running one is woken when that one ends.
-        .exclude(kind=JobKind.CHAT, conversation_id__in=busy_conversations)
-        .values_list("pk", flat=True)
-    ):
-        counts["rewoken"] += 1
-        transaction.on_commit(lambda pk=pk: job_enqueue(pk))
-    return counts
-
-
-def _queue_is_empty() -> bool:
-    """Whether the broker holds no waiting message (then a stale queued job lost its own)."""
-    from django_q.brokers import get_broker
-
-    try:
-        return get_broker().queue_size() == 0
-    except Exception:  # a broker we cannot ask: wake anyway, duplicates are harmless
-        logger.warning("Could not read the queue size; re-waking stale jobs anyway")
-        return True
 
 
 def job_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:

@@ -1,11 +1,19 @@
-"""django-q2 entry points. A queue message only wakes a job; the Job row is the truth."""
+"""django-q2 entry points. A queue message only wakes a job; the Job row is the truth.
 
-from agents import runner, services
+Each first closes the connections the database server dropped since the last task: django-q2
+closes only those that fail a health check, which ``config.postgresql`` skips for a
+connection used a moment ago.
+"""
+
+from agents import recovery, runner
+from core.db import close_dropped_connections
 
 
 def run_job(job_id: str) -> str:
+    close_dropped_connections()
     return runner.run_job(job_id)
 
 
 def reap_jobs() -> dict[str, int]:
-    return services.job_reap()
+    close_dropped_connections()
+    return recovery.job_reap()

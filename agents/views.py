@@ -1,56 +1,30 @@
-from django.db import transaction
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from agents import selectors, services
-from agents.models import JobKind
 from agents.serializers import (
+    JobCancelResponseSerializer,
     JobStartRequestSerializer,
     JobStartResponseSerializer,
     JobStatusResponseSerializer,
 )
-from gateway.authentication import ApiKeyAuthentication, HasAgentScope
-from gateway.serializers import ErrorResponseSerializer
-
-
-def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
-    texts = {
-        400: "invalid_json, validation_error or unknown_profile",
-        401: "invalid_api_key",
-        403: "forbidden (the key lacks the agent scope)",
-        404: "job_not_found / conversation_not_found",
-        405: "method_not_allowed",
-        409: "job_not_cancellable (details.status)",
-        413: "payload_too_large",
-        415: "unsupported_media_type",
-    }
-    return {c: OpenApiResponse(ErrorResponseSerializer, description=texts[c]) for c in codes}
-
-
-class AgentAPIView(APIView):
-    """Base of the /agent/... views: key auth with the agent scope, JSON bodies."""
-
-    authentication_classes = (ApiKeyAuthentication,)
-    permission_classes = (HasAgentScope,)
-
-    def initial(self, request: Request, *args, **kwargs) -> None:
-        # A wrong method is 405 whoever asks: check it before the key.
-        method = request.method.lower()
-        if method not in self.http_method_names or not hasattr(self, method):
-            self.http_method_not_allowed(request)
-        super().initial(request, *args, **kwargs)
+from core.db import retry_if_dropped_before_commit
+from core.schema import AGENT_KEY, ANY_ENDPOINT, JSON_BODY, error_responses
+from core.views import AgentAPIView
 
 
 class JobStartView(AgentAPIView):
     http_method_names = ["post"]
 
     @extend_schema(
+        operation_id="job_start",
         request=JobStartRequestSerializer,
         responses={
             200: JobStartResponseSerializer,
-            **error_responses(400, 401, 403, 405, 413, 415),
+            **error_responses(
+                "JobStart", ANY_ENDPOINT, AGENT_KEY, JSON_BODY, {400: ("unknown_profile",)}
+            ),
         },
         description="Starts a task job. Answers once the job is committed and enqueued.",
     )
@@ -58,44 +32,56 @@ class JobStartView(AgentAPIView):
         serializer = JobStartRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fields = serializer.validated_data
-        profile = selectors.profile_get(fields.get("profile"))
-        with transaction.atomic():
-            job = services.job_create(
-                api_key=request.auth,
-                kind=JobKind.TASK,
-                source=fields["source"],
-                scope_type=fields["scope_type"],
-                scope_id=fields["scope_id"],
-                task=fields["task"],
-                profile=profile,
-            )
-        return Response({"ok": True, "data": {"job_id": job.pk, "status": job.status}})
+        job = services.task_start(
+            api_key=request.auth,
+            source=fields["source"],
+            scope_type=fields["scope_type"],
+            scope_id=fields["scope_id"],
+            task=fields["task"],
+            profile_name=fields.get("profile"),
+        )
+        return Response(JobStartResponseSerializer(job).data)
 
 
 class JobDetailView(AgentAPIView):
     http_method_names = ["get"]
 
     @extend_schema(
-        responses={200: JobStatusResponseSerializer, **error_responses(401, 403, 404, 405)}
+        operation_id="job_status",
+        responses={
+            200: JobStatusResponseSerializer,
+            **error_responses("JobDetail", ANY_ENDPOINT, AGENT_KEY, {404: ("job_not_found",)}),
+        },
     )
+    @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, job_id: str) -> Response:
         job = selectors.job_get_for_owner(job_id=job_id, owner_id=request.auth.owner_id)
-        return Response({"ok": True, "data": selectors.job_view(job)})
+        return Response(JobStatusResponseSerializer(job).data)
 
 
 class JobCancelView(AgentAPIView):
     http_method_names = ["post"]
 
     @extend_schema(
+        operation_id="job_cancel",
         request=None,
-        responses={200: JobStartResponseSerializer, **error_responses(401, 403, 404, 405, 409)},
+        responses={
+            200: JobCancelResponseSerializer,
+            **error_responses(
+                "JobCancel",
+                ANY_ENDPOINT,
+                AGENT_KEY,
+                {404: ("job_not_found",), 409: ("job_not_cancellable",)},
+            ),
+        },
         description=(
             "queued -> cancelled at once; running -> cancelling, then cancelled when the "
             "worker stops (between steps and while the model generates). Idempotent for "
-            "cancelling/cancelled jobs; 409 job_not_cancellable for finished/failed ones."
+            "cancelling/cancelled jobs; 409 job_not_cancellable (with `details.status`) for "
+            "finished/failed ones."
         ),
     )
     def post(self, request: Request, job_id: str) -> Response:
         job = selectors.job_get_for_owner(job_id=job_id, owner_id=request.auth.owner_id)
         status = services.job_cancel(job)
-        return Response({"ok": True, "data": {"job_id": job.pk, "status": status}})
+        return Response(JobCancelResponseSerializer({"job_id": job.pk, "status": status}).data)

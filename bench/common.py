@@ -188,7 +188,8 @@ def create_api_key(
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """How gunicorn runs ``config.wsgi``."""
+    """How gunicorn runs the service: ``config.wsgi`` in ``gthread`` or ``sync`` workers,
+    or ``config.asgi`` in uvicorn workers (``uvicorn``, as deploy/gunicorn.conf.py does)."""
 
     workers: int = 2
     threads: int = 8
@@ -199,7 +200,15 @@ class ServerConfig:
         return f"{self.worker_class} {self.workers}{threads}"
 
     def args(self) -> list[str]:
-        args = ["--workers", str(self.workers), "--worker-class", self.worker_class]
+        if self.worker_class == "uvicorn":
+            return [
+                "config.asgi:application",
+                "--workers",
+                str(self.workers),
+                "--worker-class",
+                "config.gunicorn_worker.Worker",
+            ]
+        args = ["config.wsgi", "--workers", str(self.workers), "--worker-class", self.worker_class]
         if self.worker_class == "gthread":
             args += ["--threads", str(self.threads)]
         return args
@@ -212,20 +221,21 @@ class Server:
 
 
 @contextlib.contextmanager
-def gunicorn(env: dict[str, str], config: ServerConfig = ServerConfig()) -> Iterator[Server]:
-    """The production server on a free loopback port, answering; yields its URL and pid."""
+def gunicorn(env: dict[str, str], config: ServerConfig | None = ServerConfig()) -> Iterator[Server]:
+    """The server on a free loopback port, answering; yields its URL and pid. With
+    ``config=None``, the production server of the tree (its deploy/gunicorn.conf.py)."""
     port = free_port()
     with temp_dir("llmgw-bench-gunicorn-") as logs:
         log = logs / "gunicorn.log"
+        server = ["-c", "deploy/gunicorn.conf.py"] if config is None else config.args()
         process = subprocess.Popen(
             [
                 python(),
                 "-m",
                 "gunicorn",
-                "config.wsgi",
                 "--bind",
                 f"{LOOPBACK}:{port}",
-                *config.args(),
+                *server,
                 "--error-logfile",
                 str(log),
                 "--log-level",
@@ -294,12 +304,88 @@ def runtime_process(models: Sequence[str] = (MODEL,), kind: str = "fast") -> Ite
         _stop(process)
 
 
-class _FastRuntime(asyncio.Protocol):
-    """HTTP/1.1 keep-alive, Ollama's ``POST /api/generate`` (not streamed) and
-    ``GET /api/tags``; the answer is ``"echo: " + prompt``, like RuntimeServer's default."""
+_SLOW_RUNTIME = """
+import sys, threading
+from tests.runtime_server import Reply, RuntimeServer
+port, hold, model, marker = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+server = RuntimeServer(port=port, models=(model,)).start()
+server.script = lambda prompt, body: Reply(text="Done.", delay=hold if marker in prompt else 0)
+threading.Event().wait()
+"""
 
-    def __init__(self, models: frozenset[str]) -> None:
-        self.models = models
+
+@contextlib.contextmanager
+def slow_runtime(seconds: float, *, marker: str = "") -> Iterator[Server]:
+    """tests/runtime_server.RuntimeServer in its own process, holding each generate call whose
+    prompt contains ``marker`` (every call if empty) ``seconds`` before it answers."""
+    port = free_port()
+    command = [python(), "-c", _SLOW_RUNTIME, str(port), str(seconds), MODEL, marker]
+    process = subprocess.Popen(
+        command,
+        cwd=PROJECT_DIR,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"http://{LOOPBACK}:{port}"
+    try:
+        wait_until_answering(f"{url}/api/tags", process=process)
+        yield Server(url, process.pid)
+    finally:
+        _stop(process)
+
+
+class RedisServer:
+    """A redis-server of the benchmark's own, without persistence, on a free port of
+    19500-19599 (the shared Redis of the machine is never touched); ``kill()`` and
+    ``start()`` again restart it empty."""
+
+    def __init__(self) -> None:
+        self.port = next(p for p in range(19500, 19600) if not self._answering(p))
+        self.url = f"redis://{LOOPBACK}:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    @staticmethod
+    def _answering(port: int) -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex((LOOPBACK, port)) == 0
+
+    def start(self) -> None:
+        command = ["redis-server", "--port", str(self.port), "--bind", LOOPBACK]
+        command += ["--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self._answering(self.port):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.02)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+class _FastRuntime(asyncio.Protocol):
+    """HTTP/1.1 keep-alive, Ollama's ``POST /api/generate`` (whole, or streamed as NDJSON)
+    and ``GET /api/tags``; the answer is ``"echo: " + prompt``, like RuntimeServer's default.
+
+    ``holds`` maps a model to the seconds each of its calls is held before the answer (a
+    model that takes that long; 0 answers at once), on the event loop: holding a thousand
+    calls costs nothing.
+    """
+
+    def __init__(self, holds: dict[str, float]) -> None:
+        self.holds = holds
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
 
@@ -323,22 +409,26 @@ class _FastRuntime(asyncio.Protocol):
             body = self.buffer[end + 4 : end + 4 + length]
             self.buffer = self.buffer[end + 4 + length :]
             method, path = head[0].split(" ")[:2]
-            self.answer(*self.handle(method, path, body))
+            hold, answer = self.handle(method, path, body)
+            if hold > 0:
+                asyncio.get_running_loop().call_later(hold, self.answer, *answer)
+            else:
+                self.answer(*answer)
 
-    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+    def handle(self, method: str, path: str, body: bytes) -> tuple[float, tuple[int, bytes, str]]:
         if method == "GET" and path == "/api/tags":
-            return 200, {"models": [{"name": name, "model": name} for name in self.models]}
+            return 0, _json(200, {"models": [{"name": n, "model": n} for n in self.holds]})
         if method != "POST" or path != "/api/generate":
-            return 404, {"error": "not found"}
+            return 0, _json(404, {"error": "not found"})
         try:
             request = json.loads(body)
             model, prompt = request["model"], request["prompt"]
         except (ValueError, KeyError, TypeError):
-            return 400, {"error": "invalid request"}
-        if model not in self.models:
-            return 404, {"error": f"model '{model}' not found"}
+            return 0, _json(400, {"error": "invalid request"})
+        if model not in self.holds:
+            return 0, _json(404, {"error": f"model '{model}' not found"})
         text = f"echo: {prompt}"
-        return 200, {
+        final = {
             "model": model,
             "created_at": "2025-01-01T00:00:00Z",
             "response": text,
@@ -347,25 +437,38 @@ class _FastRuntime(asyncio.Protocol):
             "prompt_eval_count": len(prompt.split()),
             "eval_count": len(text.split()),
         }
+        if not request.get("stream", True):
+            return self.holds[model], _json(200, final)
+        piece = {"model": model, "response": text, "done": False}
+        lines = json.dumps(piece) + "\n" + json.dumps({**final, "response": ""}) + "\n"
+        return self.holds[model], (200, lines.encode(), "application/x-ndjson")
 
-    def answer(self, status: int, data: dict) -> None:
-        payload = json.dumps(data).encode()
+    def answer(self, status: int, payload: bytes, content_type: str) -> None:
+        assert self.transport is not None
+        if self.transport.is_closing():
+            return  # the client went away while the call was held
         head = (
             f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            f"Content-Type: {content_type}\r\nContent-Length: {len(payload)}\r\n\r\n"
         )
-        assert self.transport is not None
         self.transport.write(head.encode() + payload)
 
 
+def _json(status: int, data: dict) -> tuple[int, bytes, str]:
+    return status, json.dumps(data).encode(), "application/json"
+
+
 def serve_fast_runtime(port: int, models: Sequence[str]) -> None:
-    """Serves :class:`_FastRuntime` on loopback until the process is stopped."""
+    """Serves :class:`_FastRuntime` on loopback until the process is stopped. A model may be
+    given as ``name=SECONDS``: each of its calls is held that long."""
+    holds = {}
+    for spec in models:
+        name, _, seconds = spec.partition("=")
+        holds[name] = float(seconds or 0)
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(
-            lambda: _FastRuntime(frozenset(models)), LOOPBACK, port, backlog=256
-        )
+        server = await loop.create_server(lambda: _FastRuntime(holds), LOOPBACK, port, backlog=1024)
         async with server:
             await server.serve_forever()
 

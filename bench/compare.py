@@ -3,8 +3,8 @@
     .venv/bin/python bench/compare.py --base REV [--database postgres] [--rounds 6]
 
 A change's effect on speed, as a ratio measured in one run: the commit REV (checked out
-in a temporary git worktree) and this working tree each run under gunicorn (the settings
-of bench/gateway.py) on a database of their own, in front of the same loopback runtime,
+in a temporary git worktree) and this working tree each run their own production server
+(their deploy/gunicorn.conf.py) on a database of their own, in front of the same loopback runtime,
 and the rounds go back and forth between them, so that the shared machine's slow spells
 fall on both. It prints, for each, the best and median p50 latency at concurrency 1 and
 requests/s at concurrency 16, and the ratios of the medians (after / before). Both trees
@@ -49,7 +49,7 @@ def serve(tree: Path, runtime_url: str, database: str, stack: contextlib.ExitSta
     )
     manage(env, "migrate", "--no-input")
     body = {"api_key": create_api_key(env, name="bench"), "model": MODEL, "prompt": PROMPT}
-    url = f"{stack.enter_context(gunicorn(env)).url}/api.php"
+    url = f"{stack.enter_context(gunicorn(env, None)).url}/api.php"
     check_answer(url, body)
     run_load(url, body, concurrency=16, requests=1000, seconds=3)
     return url, body

@@ -74,7 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=ServerConfig.workers)
     parser.add_argument("--threads", type=int, default=ServerConfig.threads)
     parser.add_argument(
-        "--worker-class", default=ServerConfig.worker_class, choices=("gthread", "sync")
+        "--worker-class", default=ServerConfig.worker_class, choices=("gthread", "sync", "uvicorn")
     )
     parser.add_argument(
         "--env",

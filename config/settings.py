@@ -1,9 +1,13 @@
 """Django settings, read from the environment (see ``.env.example`` for every variable)."""
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE as CSP_NONCE
+from csp.constants import NONE as CSP_NONE
+from csp.constants import SELF as CSP_SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
@@ -34,10 +38,11 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
-CSRF_FAILURE_VIEW = "gateway.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "core.errors.csrf_failure"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin with the back office's site (dashboard, playground): backoffice/site.py.
+    "backoffice.apps.BackofficeAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -46,22 +51,34 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_q",
+    "axes",
+    "csp",
+    "core",
     "gateway",
     "agents",
     "conversations",
+    "backoffice",
 ]
 
+# Those of config.middleware run their hooks on the event loop under ASGI. The security,
+# session, CSRF and framing middleware keep Django's own names, which its deployment
+# checks look for.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "gateway.http.BodySizeLimitMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "core.http.BodySizeLimitMiddleware",
+    "core.http.AdminUrlGuardMiddleware",
+    "config.middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "config.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.middleware.AuthenticationMiddleware",
+    "config.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -78,6 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
             ],
         },
     },
@@ -104,10 +122,22 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
 elif _db["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with the health check skipped for a connection in use a moment ago.
     _db["ENGINE"] = "config.postgresql"
-    _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600, minimum=0)
-    # Off, a connection the server dropped fails one request before Django replaces it.
-    _db["CONN_HEALTH_CHECKS"] = env_bool("DB_CONN_HEALTH_CHECKS", True)
     _db["HEALTH_CHECK_IDLE"] = env_float("DB_CONN_HEALTH_CHECK_IDLE", 1.0, minimum=0)
+    # A pool per process (psycopg_pool): at most DB_POOL_MAX_SIZE connections, however many
+    # requests are in flight; a request holds one only while it runs statements. 0 = no
+    # pool: one connection per thread, kept DB_CONN_MAX_AGE seconds.
+    _pool_max = env_int("DB_POOL_MAX_SIZE", 8, minimum=0)
+    # Off, a connection the server dropped fails one request before it is replaced.
+    _db["CONN_HEALTH_CHECKS"] = env_bool("DB_CONN_HEALTH_CHECKS", True)
+    if _pool_max:
+        _db["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
+        _db.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(env_int("DB_POOL_MIN_SIZE", 1, minimum=0), _pool_max),
+            "max_size": _pool_max,
+            "timeout": env_float("DB_POOL_TIMEOUT", 10.0, minimum=0.1),
+        }
+    else:
+        _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600, minimum=0)
 else:
     raise ImproperlyConfigured("DATABASE_URL must be a sqlite:// or postgres:// URL")
 _db["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME") or None}
@@ -134,6 +164,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Times to the second in the admin (config/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["config.formats"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
@@ -145,18 +177,64 @@ STORAGES = {
 if DEBUG:
     STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
 
-# --- Security (set these in production; see README "Production") -----------------------
+# --- Security (see README "Production") -------------------------------------------------
+# HTTPS=1 says the public site is served over HTTPS (directly or by a TLS proxy): cookies are
+# then sent over HTTPS only, plain HTTP is redirected and browsers are told to use HTTPS for a
+# year (HSTS). Each of these can still be set on its own.
+HTTPS = env_bool("HTTPS", False)
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
 )
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+# A load balancer's or container's health probe speaks plain HTTP to the process itself.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+# The header's "preload" only allows the domain to be submitted to the browsers' list.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", HTTPS)
+SESSION_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# Content Security Policy (django-csp): scripts, styles, fonts and images from this site only.
+# An inline script or style runs only with the request's nonce (``{{ request.csp_nonce }}``),
+# never with 'unsafe-inline'. ReDoc runs its search in a worker made from a blob.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [CSP_SELF],
+        "script-src": [CSP_SELF, CSP_NONCE],
+        "style-src": [CSP_SELF, CSP_NONCE],
+        "img-src": [CSP_SELF, "data:"],
+        "font-src": [CSP_SELF],
+        "connect-src": [CSP_SELF],
+        "worker-src": [CSP_SELF, "blob:"],
+        "object-src": [CSP_NONE],
+        "base-uri": [CSP_SELF],
+        "form-action": [CSP_SELF],
+        "frame-ancestors": [CSP_NONE],
+    }
+}
+
+# Admin login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for AXES_COOLOFF_MINUTES (0 = until
+# `manage.py axes_reset_ip_username IP USERNAME` or `manage.py axes_reset`).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+_axes_cooloff = env_float("AXES_COOLOFF_MINUTES", 15.0, minimum=0)
+AXES_COOLOFF_TIME = timedelta(minutes=_axes_cooloff) if _axes_cooloff else None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The address a TLS proxy saw, not the proxy's own (config/security.py).
+AXES_CLIENT_IP_CALLABLE = "config.security.client_ip"
+# Behind a proxy, the client is this many X-Forwarded-For entries from the right.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1, minimum=1)
+AXES_HTTP_RESPONSE_CODE = 429
 
 # --- API ------------------------------------------------------------------------------
 # Bodies above this size are refused with 413 payload_too_large before they are parsed.
@@ -165,11 +243,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.http.JSONBodyParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
-    "EXCEPTION_HANDLER": "gateway.errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
@@ -182,8 +260,13 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "2.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # A started job's status and any job's status are two choice sets named "status".
-    "ENUM_NAME_OVERRIDES": {"JobStartStatusEnum": ["queued", "running"]},
+    # Swagger UI and ReDoc from the installed sidecar package: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # Enums stay inline where they are used: many fields share a name ("status", "error",
+    # "ok") with different choice sets, which the enum-sharing hook cannot name well.
+    "POSTPROCESSING_HOOKS": ["core.schema.add_links"],
 }
 
 # --- Model runtime ----------------------------------------------------------------------
@@ -192,13 +275,33 @@ MODEL_RUNTIME_API = env_choice("MODEL_RUNTIME_API", "openai", ("ollama", "openai
 MODEL_RUNTIME_API_KEY = env_str("MODEL_RUNTIME_API_KEY")
 RUNTIME_CONNECT_TIMEOUT = env_float("RUNTIME_CONNECT_TIMEOUT", 3.0, minimum=0.01)
 RUNTIME_READ_TIMEOUT = env_float("RUNTIME_READ_TIMEOUT", 120.0, minimum=0.01)
+# /readyz asks each runtime for at most this long (a runtime that took the connection but
+# is too busy generating to answer counts as up), and trusts an answer this long.
+READYZ_RUNTIME_TIMEOUT = env_float("READYZ_RUNTIME_TIMEOUT", 0.5, minimum=0.01)
+READYZ_CACHE_SECONDS = env_float("READYZ_CACHE_SECONDS", 5.0, minimum=0)
 # OpenAI-compatible servers stop early without max_tokens (llama.cpp: 16); this is ours.
 RUNTIME_DEFAULT_MAX_TOKENS = env_int("RUNTIME_DEFAULT_MAX_TOKENS", 512, minimum=1)
 # An endpoint that failed is skipped for this long when a model has several endpoints.
 RUNTIME_FAILURE_COOLDOWN = env_float("RUNTIME_FAILURE_COOLDOWN", 30.0, minimum=0)
 # How long a process may keep the model-to-endpoint routing table before reading it again.
 RUNTIME_ROUTES_TTL = env_float("RUNTIME_ROUTES_TTL", 5.0, minimum=0)
+# Connections to runtimes that one web process may have open at once (its calls in flight).
+RUNTIME_MAX_CONNECTIONS = env_int("RUNTIME_MAX_CONNECTIONS", 1000, minimum=1)
 AGENT_MODEL = env_str("AGENT_MODEL", "gemma3:270m")
+
+# --- Embeddings (gateway/embeddings.py) ---------------------------------------------------
+# local: all-MiniLM-L6-v2 int8 ONNX in this process; runtime: the model runtime's embedding
+# endpoint for EMBEDDING_MODEL; none: full-text search only.
+EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "local", ("local", "runtime", "none"))
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
+if EMBEDDING_BACKEND == "runtime" and not EMBEDDING_MODEL:
+    raise ImproperlyConfigured("EMBEDDING_BACKEND=runtime needs EMBEDDING_MODEL (e.g. all-minilm)")
+EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", 10.0, minimum=0.01)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
+# onnxruntime threads of the local embedder (the worker's other work needs the rest).
+EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 1, minimum=1)
+# Messages the scheduled catch-up (conversations.tasks.embed_pending) embeds per run.
+EMBEDDING_CATCHUP_BATCH = env_int("EMBEDDING_CATCHUP_BATCH", 500, minimum=1)
 
 # --- Keys -----------------------------------------------------------------------------
 # Requests per minute for a new key when none is given (0 = unlimited).
@@ -209,7 +312,21 @@ USAGE_ASYNC_COMMIT = env_bool("USAGE_ASYNC_COMMIT", True)
 
 # --- Jobs -----------------------------------------------------------------------------
 JOB_TIMEOUT = env_int("JOB_TIMEOUT", 900, minimum=10)
-JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 60, minimum=2)
+# A worker renews the lease of its job every JOB_HEARTBEAT_SECONDS (from a thread of its
+# own, so a long model call or tool renews it too); a job whose lease ran out is put back
+# by the reaper, which every worker process runs every JOB_REAP_SECONDS. A SIGKILLed job
+# runs again within about JOB_LEASE_SECONDS + JOB_REAP_SECONDS; a worker stalled for
+# longer than the lease loses its job and changes nothing when it resumes.
+JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 10, minimum=2)
+JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 2.0, minimum=0.1)
+if JOB_HEARTBEAT_SECONDS * 2 > JOB_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        "JOB_HEARTBEAT_SECONDS must be at most half of JOB_LEASE_SECONDS, or a healthy "
+        "worker could lose its lease between two heartbeats"
+    )
+JOB_REAP_SECONDS = env_float("JOB_REAP_SECONDS", 5.0, minimum=0.1)
+# A queued job whose wake-up message is older than this is woken again (a lost message).
+JOB_REWAKE_SECONDS = env_int("JOB_REWAKE_SECONDS", 60, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_CANCEL_POLL_SECONDS = env_float("JOB_CANCEL_POLL_SECONDS", 0.5, minimum=0.05)
 
@@ -229,10 +346,13 @@ Q_CLUSTER = {
     "label": "Task queue",
     "sync": env_bool("Q_SYNC", False),
 }
+# django-q2's own brokers, except that a dropped connection does not stop the intake for 10 s.
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
+    Q_CLUSTER["broker_class"] = "agents.broker.RedisBroker"
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "agents.broker.ORMBroker"
 
 LOGGING = {
     "version": 1,

@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from gateway import errors
+from core import errors
+from core.views import IndexView
 from gateway.views import HealthView, ModelCallView, ReadyView
 
 urlpatterns = [
@@ -13,7 +14,13 @@ urlpatterns = [
     re_path(r"^agent/", errors.handler404),
     path("healthz", HealthView.as_view(), name="healthz"),
     path("readyz", ReadyView.as_view(), name="readyz"),
-    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("", IndexView.as_view(), name="index"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema", SpectacularAPIView.as_view()),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    path("api/redoc", SpectacularRedocView.as_view(url_name="schema")),
     path("admin/", admin.site.urls),
     # Every other path answers the envelope's 404 too, even with DEBUG on (Django would
     # render its HTML debug page); the admin keeps its own.

@@ -1,14 +1,16 @@
 from django.contrib import admin
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
 from agents.models import Job
+from backoffice import transcript as transcripts
+from backoffice.templatetags.backoffice import status_badge
 from conversations.models import Conversation, Message
-from gateway.admin_base import HistoryAdmin
+from core.admin import HistoryAdmin
 
-TRANSCRIPT_MESSAGES = 200
 JOBS_SHOWN = 20
 
 
@@ -21,16 +23,7 @@ class ConversationAdmin(HistoryAdmin):
     """Read-only: conversations are written by chats. The transcript shows the newest
     messages; the message list (linked) has all of them, searchable."""
 
-    list_display = (
-        "id",
-        "owner",
-        "source",
-        "scope_type",
-        "scope_id",
-        "profile",
-        "message_count",
-        "updated_at",
-    )
+    list_display = ("id", "owner", "scope", "profile", "message_count", "updated_at")
     list_filter = ("source", "scope_type", "profile", "updated_at")
     search_fields = ("id", "scope_id", "source", "owner__username")
     list_select_related = ("owner", "profile")
@@ -55,6 +48,10 @@ class ConversationAdmin(HistoryAdmin):
     )
     readonly_fields = fields
 
+    @admin.display(description="source / scope")
+    def scope(self, obj: Conversation) -> str:
+        return Truncator(f"{obj.source}/{obj.scope_type}/{obj.scope_id}").chars(50)
+
     @admin.display(description="jobs")
     def jobs(self, obj: Conversation) -> str:
         jobs = list(
@@ -66,9 +63,15 @@ class ConversationAdmin(HistoryAdmin):
             return "-"
         rows = format_html_join(
             "",
-            '<li><a href="{}">{}</a> {} · {} · {}</li>',
+            '<li><a href="{}">{}</a> {} {} {}</li>',
             (
-                (reverse("admin:agents_job_change", args=[pk]), pk, kind, status, created)
+                (
+                    reverse("admin:agents_job_change", args=[pk]),
+                    pk,
+                    kind,
+                    status_badge(status),
+                    f"{created:%Y-%m-%d %H:%M:%S}",
+                )
                 for pk, kind, status, created in jobs
             ),
         )
@@ -77,27 +80,9 @@ class ConversationAdmin(HistoryAdmin):
 
     @admin.display(description="transcript")
     def transcript(self, obj: Conversation) -> str:
-        messages = list(
-            Message.objects.filter(conversation=obj)
-            .order_by("-seq")
-            .values_list("seq", "role", "created_at", "content")[:TRANSCRIPT_MESSAGES]
-        )[::-1]
-        if not messages:
-            return "-"
-        entries = format_html_join(
-            "",
-            '<div style="margin:0 0 .8em"><strong>#{} {}</strong> '
-            '<small style="color:#777">{}</small>'
-            '<div style="white-space:pre-wrap">{}</div></div>',
-            ((seq, role, created, content) for seq, role, created, content in messages),
-        )
         every = _changelist("conversations_message", conversation__id__exact=obj.pk)
-        note = (
-            f"The last {len(messages)} of {obj.message_count} messages."
-            if obj.message_count > len(messages)
-            else f"All {len(messages)} messages."
-        )
-        return format_html('<p>{} <a href="{}">Message list</a></p>{}', note, every, entries)
+        context = {**transcripts.transcript(obj), "message_list_url": every}
+        return render_to_string("admin/conversations/conversation/transcript.html", context)
 
 
 @admin.register(Message)

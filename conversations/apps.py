@@ -6,5 +6,6 @@ class ConversationsConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
-        # Registers search_history and read_history in agents.tools.REGISTRY.
-        from conversations import tools  # noqa: F401
+        # Registers search_history and read_history in agents.tools.REGISTRY, and the
+        # agent of chat jobs in agents.kinds.AGENTS.
+        from conversations import chat_agent, tools  # noqa: F401

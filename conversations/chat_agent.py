@@ -6,12 +6,15 @@
    itself loads the older messages that matter for the new message before it calls the
    model: ``search_history`` with the message's keywords, then ``read_history`` around
    the best match (``tool_call`` steps), and builds the context again with them.
-3. It calls the model with the finished prompt. An answer that asks for a tool (the
+3. It calls the model with the finished context, written in the profile's prompt style
+   (``conversations.render``: a transcript for a base model, which lists no tools, or
+   chat messages for an instruction-tuned one). An answer that asks for a tool (the
    agents' format, ``{"tool": ..., "arguments": {...}}``) runs it; messages a history
    tool loads join the context, other results are shown after the new message; then the
    model is called again. At most ``profile.max_steps`` model calls; the last one is
-   offered no tools. An empty answer is asked again; any other text is the reply (a
-   chat reply may well contain braces).
+   offered no tools. Any other text is the reply, cleaned of what the model invented
+   around it (``agents.replies``; the raw text stays in the ``model_call`` step); a reply
+   that is empty once cleaned is asked again.
 4. It stores the reply once, then, when enough history slid out of the window, folds the
    oldest of it into the rolling summary (a ``model_call`` step named ``summarize``).
 """
@@ -21,8 +24,10 @@ from typing import Any
 
 from agents.answers import parse_answer
 from agents.context import AgentFailure, JobCancelled, JobContext
-from agents.models import StepKind
-from conversations import services, summary, tokens
+from agents.kinds import agent
+from agents.models import JobKind, StepKind
+from agents.replies import clean_reply
+from conversations import render, services, summary, tokens, vectors
 from conversations.context import (
     HISTORY_TOOLS,
     Context,
@@ -31,14 +36,19 @@ from conversations.context import (
     Item,
     build_context,
 )
-from conversations.models import Conversation, Message, Role
+from conversations.models import Message, Role
 from conversations.search import keywords
-from conversations.selectors import message_of_job
-from gateway.errors import ApiError
+from conversations.selectors import conversation_get, message_of_job
+from core.exceptions import DomainError
+from gateway import embeddings
 
 OWN_SEARCH_LIMIT = 10
+SEARCH_QUERY_CHARS = 500  # the tool's limit on a query
 NEIGHBOURS = 1  # messages read on each side of the best match
+NEXT_HITS_FIRST = 3
 TOOL_RESULT_CHARS = 600
+# Options of a call that asks again after an unusable answer.
+RETRY_OPTIONS = {"temperature": 0.7}
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
@@ -52,7 +62,7 @@ def _recount(ctx: JobContext, own: Message) -> int:
     """The user's message counted by the runtime's tokenizer (the view stored the heuristic)."""
     counted = tokens.count(ctx.profile.model, own.content)
     if counted != own.token_estimate:
-        Message.objects.filter(pk=own.pk).update(token_estimate=counted)
+        services.message_set_token_count(message_id=own.pk, tokens=counted)
     return counted
 
 
@@ -62,7 +72,7 @@ class ChatTurn:
     def __init__(self, ctx: JobContext, own: Message) -> None:
         self.ctx = ctx
         self.profile = ctx.profile
-        self.conversation = Conversation.objects.get(pk=own.conversation_id)
+        self.conversation = conversation_get(own.conversation_id)
         self.message = Item(
             seq=own.seq, role=own.role, content=own.content, tokens=_recount(ctx, own)
         )
@@ -71,6 +81,7 @@ class ChatTurn:
         self.model_retrieved = False
         self.exchange: list[str] = []
         self.enabled = list(self.profile.tools)
+        self.focus = keywords(own.content)
 
     # --- Context -----------------------------------------------------------------------------
 
@@ -103,11 +114,13 @@ class ChatTurn:
             exchange=self.exchange,
             offer_tools=offer_tools,
             model_retrieved=self.model_retrieved,
+            focus=self.focus,
         )
 
     def retrieve(self, search_before: int | None) -> None:
-        """The agent's own retrieval, before any model call (see the module docstring)."""
-        query = " ".join(keywords(self.message.content))
+        """The agent's own retrieval, before any model call (see the module docstring):
+        the new message is the query, for its words and its meaning."""
+        query = self.message.content.strip()[:SEARCH_QUERY_CHARS]
         if not query or "search_history" not in self.enabled:
             return
         found = self._messages(
@@ -126,7 +139,8 @@ class ChatTurn:
                 "read_history", {"before_seq": before, "limit": 2 * NEIGHBOURS + 1}
             )
             around = [item for item in read if item.seq != best.seq]
-        self._add_retrieved([best, *around, *others])
+        # The next best hits before the neighbours: another hit is likelier the answer.
+        self._add_retrieved([best, *others[:NEXT_HITS_FIRST], *around, *others[NEXT_HITS_FIRST:]])
 
     def _messages(self, tool: str, arguments: dict[str, Any]) -> list[Item]:
         arguments = {name: value for name, value in arguments.items() if value is not None}
@@ -183,13 +197,15 @@ class ChatTurn:
         )
         if request is None:
             return
+        chat = None if self.profile.is_transcript else render.single_message(request.prompt)
         try:
             text = self.ctx.call_model(
                 request.prompt,
                 name="summarize",
                 options={"num_predict": request.max_tokens, "stop": summary.SUMMARY_STOP},
+                messages=chat,
             )
-        except (ApiError, JobCancelled) as exc:
+        except (DomainError, JobCancelled) as exc:
             self.ctx.note("summary_skipped", {"reason": str(exc) or type(exc).__name__})
             return
         limit = summary.summary_limit(self.profile)
@@ -213,6 +229,18 @@ class ChatTurn:
         )
 
 
+def embed_message(ctx: JobContext, message: Message) -> None:
+    """Stores the message's vector (once, in the worker). When the embedder is down the
+    chat goes on; the scheduled catch-up embeds the message later."""
+    if embeddings.model_id() is None:
+        return
+    try:
+        vectors.messages_embed(message_ids=[message.pk])
+    except embeddings.EmbeddingUnavailable as exc:
+        ctx.note("embedding_skipped", {"seq": message.seq, "reason": str(exc)})
+
+
+@agent(JobKind.CHAT)
 def run_chat(ctx: JobContext) -> dict[str, Any]:
     job = ctx.job
     own = message_of_job(job, Role.USER)
@@ -224,33 +252,49 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
         return _result(own.conversation_id, stored)
 
     turn = ChatTurn(ctx, own)
+    embed_message(ctx, own)
     max_steps = turn.profile.max_steps
+    retry = False
     for round_number in range(1, max_steps + 1):
         offer = round_number < max_steps and bool(turn.enabled)
+        listed = offer and not turn.profile.is_transcript  # a base model gets no tool list
         if round_number == 1:
-            context = turn.prepare(offer_tools=offer)
+            context = turn.prepare(offer_tools=listed)
         else:
-            context = turn.build(round_number=round_number, offer_tools=offer, why="tool")
-        text = ctx.call_model(context.prompt, name="reply")
+            context = turn.build(round_number=round_number, offer_tools=listed, why="tool")
+        inputs = render.model_input(turn.profile, context)
+        if retry:  # greedy decoding would give the same unusable answer again
+            inputs["options"] = {**inputs.get("options", {}), **RETRY_OPTIONS}
+        text = ctx.call_model(name="reply", **inputs)
         answer = parse_answer(text)
         if answer.kind == "tool" and offer:
             turn.use_tool(answer.tool, answer.arguments)
             continue
         if answer.kind == "tool":
             raise AgentFailure("The model asked for a tool on its last allowed call.")
-        if not text.strip():
-            ctx.note("unusable_answer", {"problem": "The answer was empty."})
+        cleaned = clean_reply(text)
+        if cleaned.removed:
+            ctx.note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
+        if not cleaned.text:
+            problem = (
+                "The answer was empty."
+                if not text.strip()
+                else "Nothing was left of the answer once cleaned."
+            )
+            ctx.note("unusable_answer", {"problem": problem})
+            retry = True
             continue
         break
     else:
         raise AgentFailure(f"The model gave no usable answer within {max_steps} model calls.")
 
-    content = text.strip()
+    content = cleaned.text
     reply = services.message_store_reply(
         job=job,
         token=ctx.token,
         content=content,
         token_estimate=tokens.count(turn.profile.model, content),
     )
+    embed_message(ctx, reply)
     turn.summarize(context)
     return _result(own.conversation_id, reply)

@@ -10,23 +10,34 @@ What goes in, by priority:
 
 1. the frame, the new message and this turn's tool exchange (required: if they do not
    fit, the chat cannot run);
-2. the last two messages of the history (the thread of the conversation);
-3. the rolling summary, at most ``SUMMARY_SHARE`` of the budget;
-4. retrieved older messages (found by the history tools), at most ``RETRIEVAL_SHARE`` of
-   what is left (``MODEL_RETRIEVAL_SHARE`` when the model asked for them), best first;
-5. recent messages, newest first, as many as fit.
+2. when messages were retrieved (found by the history tools): room for them, up to
+   ``RETRIEVAL_SHARE`` of what is left (``MODEL_RETRIEVAL_SHARE`` when the model asked
+   for them), guaranteed: the recent messages never crowd them out;
+3. the last two messages of the history (the thread of the conversation), within what
+   retrieval leaves;
+4. the rolling summary, at most ``SUMMARY_SHARE`` of the budget;
+5. the retrieved messages, best first, in their room;
+6. recent messages, newest first, as many as fit.
 
-Messages are never split: a message that does not fit is left out whole. When the whole
-history fits, it all goes in and nothing else is needed. Otherwise the prompt says how
-many earlier messages are not shown and which tools can load them.
+A thread message or a retrieved message too long for its room is clipped in the prompt
+(never in storage) rather than left out: the prompt shows part of it with a mark saying
+it is cut, about how much is missing and how ``read_history`` loads it whole
+(``conversations.clipping``); the context step lists what was clipped. Other recent
+messages are never split: one that does not fit ends the window. When the whole history
+fits, it all goes in and nothing else is needed. Otherwise the prompt says how many
+earlier messages are not shown and which tools can load them.
 
 Cost does not grow with the history: the builder reads the newest messages page by page
 until the budget is full (index on ``(conversation, seq)``) and nothing else. The number
 of messages not shown is the conversation's stored count less a count over the shown
 window's index range, never a count over the whole history.
+
+A build runs in phases, each a function below: the fixed part (frame and tail), the
+whole history when it fits, otherwise the frame for hidden history, the thread and the
+summary, the retrieved messages, the recent messages; then :func:`render_transcript`
+turns the selected parts (kept on the :class:`Context`) into the prompt.
 """
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +45,12 @@ from typing import Any
 from agents.answers import TOOL_CALL_FORMAT
 from agents.models import AgentProfile
 from agents.tools import enabled_tools
-from conversations import selectors
+from conversations.clipping import clip
+from conversations.history import LABELS, History, Item, label_cost
 from conversations.models import Conversation, Role
 from conversations.tokens import estimate
+
+__all__ = ["LABELS", "Context", "ContextOverflow", "History", "Item", "build_context"]
 
 SAFETY_MARGIN = 8
 SUMMARY_SHARE = 0.15
@@ -45,7 +59,6 @@ MODEL_RETRIEVAL_SHARE = 0.5
 MUST_KEEP_RECENT = 2
 BLOCK_SEPARATOR = "\n\n"
 BLOCK_COST = 2  # the two newlines between blocks
-LABELS = {Role.USER: "User:", Role.ASSISTANT: "Assistant:", Role.SYSTEM: "System:"}
 ANSWER_CUE = "Assistant:"
 RETRIEVED_HEADER = "Messages found in the earlier history:"
 RECENT_HEADER = "Recent messages:"
@@ -58,89 +71,16 @@ class ContextOverflow(Exception):
     """The new message and the frame alone exceed the budget."""
 
 
-def _label(role: str) -> str:
-    return LABELS.get(role, f"{role.title()}:")
-
-
-@functools.cache
-def _label_cost(role: str) -> int:
-    return estimate(_label(role))
-
-
-@dataclass(frozen=True)
-class Item:
-    """A message as the builder sees it."""
-
-    seq: int
-    role: str
-    content: str
-    tokens: int
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Item":
-        tokens = row.get("token_estimate") or row.get("tokens") or estimate(row["content"])
-        return cls(seq=row["seq"], role=row["role"], content=row["content"], tokens=tokens)
-
-    def line(self, *, numbered: bool = False) -> str:
-        label = _label(self.role)
-        prefix = f"#{self.seq} {label}" if numbered else label
-        return f"{prefix} {self.content}"
-
-    def cost(self, *, numbered: bool = False) -> int:
-        """Its tokens with its label and newline; ``numbered``: with ``#<seq> `` too."""
-        label = _label_cost(self.role) + 1  # +1: its newline
-        if numbered:  # '#' and one token per digit
-            label += 1 + len(str(self.seq))
-        return self.tokens + label
-
-
-class History:
-    """The messages a chat may show, newest first, read a page at a time when needed:
-    those before its own message (later ones belong to later chats)."""
-
-    FIRST_PAGE = 48
-    MAX_PAGE = 256
-
-    def __init__(self, conversation_id: str, own_seq: int) -> None:
-        self.conversation_id = conversation_id
-        self.own_seq = own_seq
-        self._items: list[Item] = []
-        self._cursor: int | None = own_seq
-        self._page = self.FIRST_PAGE
-        self.pages_read = 0
-
-    def older_than(self, seq: int) -> int:
-        return selectors.messages_older_than(conversation_id=self.conversation_id, seq=seq)
-
-    def _fetch(self) -> None:
-        rows = selectors.messages_before(
-            conversation_id=self.conversation_id, before_seq=self._cursor, limit=self._page
-        )
-        self.pages_read += 1
-        self._items.extend(Item.from_row(row) for row in rows)
-        self._cursor = rows[-1]["seq"] if len(rows) == self._page else None
-        self._page = min(self._page * 2, self.MAX_PAGE)
-
-    def take(self, budget: int) -> tuple[list[Item], bool]:
-        """The newest messages whose costs add up to at most ``budget`` (newest first), and
-        whether they are the whole visible history."""
-        used, index = 0, 0
-        while True:
-            if index == len(self._items):
-                if self._cursor is None:
-                    return self._items[:index], True
-                self._fetch()
-                continue
-            cost = self._items[index].cost()
-            if used + cost > budget:
-                return self._items[:index], False
-            used += cost
-            index += 1
-
-
 @dataclass
 class Context:
-    """A built prompt and what went into it (``stats()`` is recorded as a step)."""
+    """A built context: what was selected, the prompt rendered from it, and what went in
+    (``stats()`` is recorded as a step).
+
+    The selected parts, in prompt order: ``head`` (system prompt, tool list),
+    ``summary`` (the summary block or ""), ``hidden_line`` (what is not shown, "" when
+    everything fits), ``retrieved`` (oldest first), ``recent`` (oldest first) and
+    ``tail`` (the new message, this turn's tool exchange, the answer cue).
+    """
 
     prompt: str
     budget: int
@@ -152,6 +92,10 @@ class Context:
     hidden: int = 0
     search_before: int | None = None
     frame_tokens: int = 0
+    head: list[str] = field(default_factory=list)
+    summary: str = ""
+    hidden_line: str = ""
+    tail: list[str] = field(default_factory=list)
 
     @property
     def window_start(self) -> int | None:
@@ -168,6 +112,17 @@ class Context:
             "retrieved_messages": len(self.retrieved),
             "retrieved_tokens": sum(item.cost(numbered=True) for item in self.retrieved),
             "retrieved_seqs": [item.seq for item in self.retrieved],
+            "clipped": [
+                {
+                    "seq": item.seq,
+                    "part": part,
+                    "tokens": item.clipped_from,
+                    "shown_tokens": item.tokens,
+                }
+                for part, items in (("recent", self.recent), ("retrieved", self.retrieved))
+                for item in items
+                if item.clipped_from
+            ],
             "hidden_messages": self.hidden,
             "window_start": self.window_start,
             "whole_history": self.fits,
@@ -213,7 +168,7 @@ def message_limit(profile: AgentProfile) -> int:
     """The most tokens a new message may have and still fit with the frame and a tool
     round; a longer one is refused when the chat is started."""
     _, frame = _frame(profile, offer_tools=True)
-    label = _label_cost(Role.USER) + 1
+    label = label_cost(Role.USER) + 1
     return profile.prompt_budget - SAFETY_MARGIN - frame - label - TOOL_ROUND_ROOM
 
 
@@ -232,6 +187,166 @@ def _total(items: Sequence[Item], *, numbered: bool = False) -> int:
     return sum(item.cost(numbered=numbered) for item in items)
 
 
+def render_transcript(context: Context) -> str:
+    """The selected parts as one flat prompt: blocks separated by blank lines, the
+    retrieved messages numbered, the transcript one message a line."""
+    blocks = list(context.head)
+    if context.summary:
+        blocks.append(context.summary)
+    if context.hidden_line:
+        blocks.append(context.hidden_line)
+    lines = [item.line() for item in context.recent] + context.tail
+    if context.retrieved:
+        found = [item.line(numbered=True) for item in context.retrieved]
+        blocks.append("\n".join([RETRIEVED_HEADER, *found]))
+        lines.insert(0, RECENT_HEADER)
+    blocks.append("\n".join(lines))
+    return BLOCK_SEPARATOR.join(blocks)
+
+
+# --- The phases of a build ----------------------------------------------------------------
+
+
+@dataclass
+class _Fixed:
+    """What every prompt of this turn needs: the frame, the tail and, when history is
+    hidden, the line that says so."""
+
+    head: list[str]
+    tail: list[str]
+    cost: int
+    frame_cost: int
+    tools: bool = False
+
+
+def _require(fixed: int, budget: int) -> None:
+    if fixed > budget:
+        raise ContextOverflow(
+            f"The message and the prompt frame need {fixed} tokens; the budget is {budget}."
+        )
+
+
+def _fixed_part(
+    profile: AgentProfile, message: Item, exchange: Sequence[str], offer_tools: bool, budget: int
+) -> _Fixed:
+    """The frame without the history tools (while the whole history fits, they have
+    nothing to load) and the tail: the new message, the tool exchange, the answer cue."""
+    tail = [message.line(), *exchange, ANSWER_CUE]
+    tail_cost = message.cost() + sum(estimate(line) + 1 for line in exchange)
+    head, frame = _frame(profile, offer_tools=offer_tools, history_tools=False)
+    _require(frame + tail_cost, budget)
+    return _Fixed(head=head, tail=tail, cost=frame + tail_cost, frame_cost=frame)
+
+
+def _hidden_part(profile: AgentProfile, fixed: _Fixed, offer_tools: bool, budget: int) -> _Fixed:
+    """Not everything fits: offer the history tools if there is room, and reserve the
+    line that says how many messages are not shown."""
+    tail_cost = fixed.cost - fixed.frame_cost
+    tools = offer_tools and bool(set(HISTORY_TOOLS) & set(profile.tools))
+    hidden_cost = estimate(_hidden_line(10**9, tools=tools)) + BLOCK_COST
+    head, frame = fixed.head, fixed.frame_cost
+    with_tools = _frame(profile, offer_tools=True)
+    if tools and with_tools[1] + tail_cost + hidden_cost <= budget:
+        head, frame = with_tools
+    else:
+        tools = False
+        hidden_cost = estimate(_hidden_line(10**9, tools=False)) + BLOCK_COST
+    cost = frame + tail_cost + hidden_cost
+    _require(cost, budget)
+    return _Fixed(head=head, tail=fixed.tail, cost=cost, frame_cost=frame, tools=tools)
+
+
+def _summary_cost(conversation: Conversation, budget: int, remaining: int) -> int:
+    """The cost of the summary block when it fits its share, else 0."""
+    if not (conversation.summary and conversation.summary_until_seq):
+        return 0
+    header = estimate(summary_header(conversation.summary_until_seq)) + 1
+    text = max(estimate(conversation.summary), conversation.summary_tokens)
+    cost = header + text + BLOCK_COST
+    return cost if cost <= min(int(budget * SUMMARY_SHARE), remaining) else 0
+
+
+def _retrieval_headers() -> int:
+    return estimate(RETRIEVED_HEADER) + estimate(RECENT_HEADER) + BLOCK_COST + 1
+
+
+def _unique(retrieved: Sequence[Item], own_seq: int) -> list[Item]:
+    seen: set[int] = {own_seq}
+    unique = []
+    for item in retrieved:
+        if item.seq not in seen:
+            unique.append(item)
+            seen.add(item.seq)
+    return unique
+
+
+def _choose_retrieved(
+    retrieved: Sequence[Item], share: int, focus: Sequence[str] = ()
+) -> list[Item]:
+    """The retrieved messages, best first, that fit in ``share`` with their headers; one
+    too long for the room left is clipped to it."""
+    used = _retrieval_headers()
+    chosen: list[Item] = []
+    for item in retrieved:
+        cost = item.cost(numbered=True)
+        if used + cost > share:
+            item = clip(item, share - used, numbered=True, focus=focus)
+            if item is None:
+                continue
+            cost = item.cost(numbered=True)
+        chosen.append(item)
+        used += cost
+    return chosen
+
+
+def _thread(items: Sequence[Item], room: int, focus: Sequence[str] = ()) -> list[Item]:
+    """The last messages, newest first, whole while they fit; the first that does not
+    is clipped to the room left (when enough of it remains) and ends the thread."""
+    taken: list[Item] = []
+    for item in items:
+        if item.cost() <= room:
+            taken.append(item)
+            room -= item.cost()
+            continue
+        clipped = clip(item, room, numbered=False, focus=focus)
+        if clipped is not None:
+            taken.append(clipped)
+        break
+    return taken
+
+
+def _retrieved_cost(chosen: Sequence[Item]) -> int:
+    return (_total(chosen, numbered=True) + _retrieval_headers()) if chosen else 0
+
+
+def _fill_recent(
+    chosen: list[Item], thread: list[Item], rest: list[Item], avail: int, own_seq: int
+) -> tuple[list[Item], list[Item], int]:
+    """Recent messages take what retrieval leaves; retrieved messages they show anyway
+    are dropped. Returns (retrieved, recent newest first, the lowest seq shown)."""
+    while True:
+        shown = thread + _prefix(rest, avail - _retrieved_cost(chosen), Item.cost)
+        floor = min((item.seq for item in shown), default=own_seq)
+        if not any(item.seq >= floor for item in chosen):
+            return chosen, shown, floor
+        chosen = [item for item in chosen if item.seq < floor]
+
+
+def _whole_history(fixed: _Fixed, recent: list[Item], budget: int) -> Context:
+    context = Context(
+        prompt="",
+        budget=budget,
+        used=fixed.cost + _total(recent),
+        fits=True,
+        recent=recent[::-1],
+        frame_tokens=fixed.frame_cost,
+        head=fixed.head,
+        tail=fixed.tail,
+    )
+    context.prompt = render_transcript(context)
+    return context
+
+
 def build_context(
     *,
     profile: AgentProfile,
@@ -242,116 +357,55 @@ def build_context(
     exchange: Sequence[str] = (),
     offer_tools: bool = True,
     model_retrieved: bool = False,
+    focus: Sequence[str] = (),
 ) -> Context:
     """Builds the prompt for ``message`` (see the module docstring for the rules).
 
     ``retrieved`` are older messages loaded by the history tools, best first;
-    ``exchange`` the lines of this turn's tool calls and results, after the new message.
+    ``exchange`` the lines of this turn's tool calls and results, after the new message;
+    ``focus`` the question's keywords: where a clipped message's window starts.
     """
     budget = profile.prompt_budget - SAFETY_MARGIN
-    tail = [message.line(), *exchange, ANSWER_CUE]
-    tail_cost = message.cost() + sum(estimate(line) + 1 for line in exchange)
-    # While the whole history fits, the history tools have nothing to load: not offered.
-    head, frame = _frame(profile, offer_tools=offer_tools, history_tools=False)
-    fixed = frame + tail_cost
-    if fixed > budget:
-        raise ContextOverflow(
-            f"The message and the prompt frame need {fixed} tokens; the budget is {budget}."
-        )
-    recent, whole = history.take(budget - fixed)
+    fixed = _fixed_part(profile, message, exchange, offer_tools, budget)
+    recent, whole = history.take(budget - fixed.cost, keep=MUST_KEEP_RECENT)
     if whole:
-        lines = [item.line() for item in reversed(recent)] + tail
-        prompt = BLOCK_SEPARATOR.join([*head, "\n".join(lines)])
-        return Context(
-            prompt=prompt,
-            budget=budget,
-            used=fixed + _total(recent),
-            fits=True,
-            recent=recent[::-1],
-            frame_tokens=frame,
-        )
+        return _whole_history(fixed, recent, budget)
 
-    # Not everything fits: offer the history tools if there is room, and reserve the line
-    # that says how many messages are not shown.
-    tools = offer_tools and bool(set(HISTORY_TOOLS) & set(profile.tools))
-    hidden_cost = estimate(_hidden_line(10**9, tools=tools)) + BLOCK_COST
-    if tools and _frame(profile, offer_tools=True)[1] + tail_cost + hidden_cost <= budget:
-        head, frame = _frame(profile, offer_tools=True)
-    else:
-        tools = False
-        hidden_cost = estimate(_hidden_line(10**9, tools=False)) + BLOCK_COST
-    fixed = frame + tail_cost + hidden_cost
-    if fixed > budget:
-        raise ContextOverflow(
-            f"The message and the prompt frame need {fixed} tokens; the budget is {budget}."
-        )
-    remaining = budget - fixed
-    # Keep the thread, then add the summary.
-    must = _prefix(recent[:MUST_KEEP_RECENT], remaining, Item.cost)
-    remaining -= _total(must)
-    summary_cost = 0
-    if conversation.summary and conversation.summary_until_seq:
-        header = estimate(summary_header(conversation.summary_until_seq)) + 1
-        text = max(estimate(conversation.summary), conversation.summary_tokens)
-        cost = header + text + BLOCK_COST
-        if cost <= min(int(budget * SUMMARY_SHARE), remaining):
-            summary_cost = cost
+    fixed = _hidden_part(profile, fixed, offer_tools, budget)
+    remaining = budget - fixed.cost
+    share_of = MODEL_RETRIEVAL_SHARE if model_retrieved else RETRIEVAL_SHARE
+    # Retrieval's room comes first, up to its share: long recent messages cannot take it.
+    retrieved = _unique(retrieved, message.seq)
+    need = _retrieved_cost(retrieved)
+    reserve = min(int(remaining * share_of), need)
+    thread = _thread(recent[:MUST_KEEP_RECENT], remaining - reserve, focus)
+    remaining -= _total(thread)
+    summary_cost = _summary_cost(conversation, budget, remaining - reserve)
     avail = remaining - summary_cost
-    rest = recent[len(must) :]
+    rest = recent[len(thread) :]
 
     # Older messages are searched below the window that recent messages keep anyway.
-    share_of = MODEL_RETRIEVAL_SHARE if model_retrieved else RETRIEVAL_SHARE
-    share = int(avail * share_of)
-    kept = must + _prefix(rest, avail - share, Item.cost)
+    kept = thread + _prefix(rest, avail - int(avail * share_of), Item.cost)
     search_before = min((item.seq for item in kept), default=history.own_seq)
 
-    headers = estimate(RETRIEVED_HEADER) + estimate(RECENT_HEADER) + BLOCK_COST + 1
-    chosen: list[Item] = []
-    seen: set[int] = set()
-    if retrieved and share > headers:
-        used = headers
-        for item in retrieved:
-            cost = item.cost(numbered=True)
-            if item.seq in seen or item.seq == message.seq or used + cost > share:
-                continue
-            chosen.append(item)
-            seen.add(item.seq)
-            used += cost
-    while True:  # recent messages take what retrieval leaves; drop retrieved they show
-        spent = (_total(chosen, numbered=True) + headers) if chosen else 0
-        shown = must + _prefix(rest, avail - spent, Item.cost)
-        floor = min((item.seq for item in shown), default=history.own_seq)
-        overlap = [item for item in chosen if item.seq >= floor]
-        if not overlap:
-            break
-        chosen = [item for item in chosen if item.seq < floor]
-
+    chosen = _choose_retrieved(retrieved, reserve, focus)
+    chosen, shown, floor = _fill_recent(chosen, thread, rest, avail, history.own_seq)
     hidden = max(0, history.older_than(floor) - len(chosen))
-    blocks = list(head)
-    if summary_cost:
-        blocks.append(summary_block(conversation))
-    blocks.append(_hidden_line(hidden, tools=tools))
-    lines = [item.line() for item in reversed(shown)] + tail
-    if chosen:
-        chosen.sort(key=lambda item: item.seq)
-        blocks.append("\n".join([RETRIEVED_HEADER, *(i.line(numbered=True) for i in chosen)]))
-        lines.insert(0, RECENT_HEADER)
-    blocks.append("\n".join(lines))
-    used = (
-        fixed
-        + summary_cost
-        + _total(shown)
-        + ((_total(chosen, numbered=True) + headers) if chosen else 0)
-    )
-    return Context(
-        prompt=BLOCK_SEPARATOR.join(blocks),
+    context = Context(
+        prompt="",
         budget=budget,
-        used=used,
+        used=fixed.cost + summary_cost + _total(shown) + _retrieved_cost(chosen),
         fits=False,
         recent=shown[::-1],
-        retrieved=chosen,
+        retrieved=sorted(chosen, key=lambda item: item.seq),
         summary_tokens=summary_cost,
         hidden=hidden,
         search_before=search_before,
-        frame_tokens=frame,
+        frame_tokens=fixed.frame_cost,
+        head=fixed.head,
+        summary=summary_block(conversation) if summary_cost else "",
+        hidden_line=_hidden_line(hidden, tools=fixed.tools),
+        tail=fixed.tail,
     )
+    context.prompt = render_transcript(context)
+    return context

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from agents.ids import new_conversation_id
+from core.ids import new_conversation_id
 
 
 class Conversation(models.Model):
@@ -93,3 +93,34 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id} #{self.seq} {self.role}"
+
+
+class MessageEmbedding(models.Model):
+    """A message's embedding vector, stored compactly: ``dimension`` signed bytes, the
+    vector scaled so that its largest component is 127 (cosine similarity does not
+    depend on the scale). ``model`` names the backend and model that made it: search
+    only compares vectors of the model in use. Deleted with its message; ``conversation``
+    and ``seq`` are copies of the message's, so that a search reads this table alone."""
+
+    message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    seq = models.PositiveIntegerField()
+    model = models.CharField(max_length=200)
+    dimension = models.PositiveSmallIntegerField()
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=("conversation", "model", "seq"), name="embedding_by_conversation")
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(dimension__gt=0), name="embedding_dimension_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} {self.model} ({self.dimension})"

@@ -5,23 +5,27 @@ from typing import Any
 
 from agents.models import Job, JobKind
 from conversations.models import Conversation, Message, Role
-from gateway.errors import ApiError
+from core import ids
+from core.exceptions import ConversationNotFound
 
 MESSAGE_FIELDS = ("seq", "role", "content", "token_estimate", "created_at")
 
 
 def conversation_get_for_owner(*, conversation_id: str, owner_id: int) -> Conversation:
-    """The conversation if it belongs to ``owner_id``; 404 ``conversation_not_found``
+    """The conversation if it belongs to ``owner_id``; :class:`ConversationNotFound`
     otherwise, whether it is another owner's or does not exist."""
-    conversation = Conversation.objects.filter(pk=conversation_id, owner_id=owner_id).first()
+    conversation = (
+        Conversation.objects.filter(pk=conversation_id, owner_id=owner_id).first()
+        if ids.is_conversation_id(conversation_id)
+        else None
+    )
     if conversation is None:
-        raise ApiError(
-            404,
-            "conversation_not_found",
-            "No conversation with this id.",
-            details={"conversation_id": conversation_id},
-        )
+        raise ConversationNotFound(conversation_id)
     return conversation
+
+
+def conversation_get(conversation_id: str) -> Conversation:
+    return Conversation.objects.get(pk=conversation_id)
 
 
 def conversation_view(
@@ -31,8 +35,8 @@ def conversation_view(
 
     With ``before`` only messages with a smaller seq; with ``limit`` only the last
     ``limit`` of those (the newest page). ``has_more`` tells whether older ones exist;
-    the next page is ``before=<seq of the first message>``. Rows are read as tuples and
-    turned into dicts here: a serializer per message would cost more than the query.
+    the next page is ``before=<seq of the first message>``. Rows are read as tuples, not
+    model instances; ``ConversationResponseSerializer`` renders the dict.
     """
     rows = Message.objects.filter(conversation_id=conversation.pk)
     if before is not None:
@@ -51,7 +55,7 @@ def conversation_view(
         "scope_type": conversation.scope_type,
         "scope_id": conversation.scope_id,
         "messages": [
-            {"role": role, "content": content, "created_at": created.isoformat(), "seq": seq}
+            {"role": role, "content": content, "created_at": created, "seq": seq}
             for role, content, created, seq in page
         ],
         "has_more": has_more,

@@ -1,7 +1,8 @@
 from rest_framework import serializers
 
 from agents.serializers import JobStartDataSerializer, ScopedRequestSerializer
-from gateway.fields import StrictCharField
+from conversations.models import Role
+from core.fields import ConstantField, IsoDateTimeField, StrictCharField
 
 PAGE_LIMIT_MAX = 1000
 
@@ -15,8 +16,8 @@ class ChatStartDataSerializer(JobStartDataSerializer):
 
 
 class ChatStartResponseSerializer(serializers.Serializer):
-    ok = serializers.BooleanField(default=True)
-    data = ChatStartDataSerializer()
+    ok = ConstantField(True)
+    data = ChatStartDataSerializer(source="*")
 
 
 class ConversationQuerySerializer(serializers.Serializer):
@@ -32,9 +33,9 @@ class ConversationQuerySerializer(serializers.Serializer):
 
 
 class MessageSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=["user", "assistant", "system"])
+    role = serializers.ChoiceField(choices=Role.choices)
     content = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    created_at = IsoDateTimeField()
     seq = serializers.IntegerField(help_text="Position in the conversation: 1, 2, ...")
 
 
@@ -50,5 +51,5 @@ class ConversationDataSerializer(serializers.Serializer):
 
 
 class ConversationResponseSerializer(serializers.Serializer):
-    ok = serializers.BooleanField(default=True)
-    data = ConversationDataSerializer()
+    ok = ConstantField(True)
+    data = ConversationDataSerializer(source="*")

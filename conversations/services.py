@@ -21,8 +21,12 @@ from django.utils import timezone
 
 from agents import services as jobs
 from agents.models import ACTIVE, AgentProfile, Job, JobKind
+from agents.selectors import profile_get
 from conversations import tokens
+from conversations.context import message_limit
 from conversations.models import Conversation, Message, Role
+from core.db import retry_if_dropped_before_commit
+from core.exceptions import InvalidInput
 
 
 def conversation_get_or_create(
@@ -60,6 +64,47 @@ def _count_message(conversation_id: str) -> None:
     Conversation.objects.filter(pk=conversation_id).update(
         message_count=F("message_count") + 1, updated_at=timezone.now()
     )
+
+
+@retry_if_dropped_before_commit
+def chat_request(
+    *,
+    api_key,
+    source: str,
+    scope_type: str,
+    scope_id: str,
+    prompt: str,
+    profile_name: str | None,
+) -> tuple[Conversation, Job]:
+    """A chat as the API asks for it: the profile (:class:`UnknownProfile`), the prompt's
+    size against the profile's window (:class:`InvalidInput`), then :func:`chat_start`.
+
+    The size is the heuristic's, not the runtime tokenizer's: a single-slot runtime
+    (llama.cpp) would make this request wait behind a generation. It over-counts; the
+    worker recounts the message with the tokenizer before it builds the context.
+    """
+    profile = profile_get(profile_name)
+    prompt_tokens = tokens.estimate(prompt)
+    limit = message_limit(profile)
+    if prompt_tokens > limit:
+        raise InvalidInput(
+            {
+                "prompt": [
+                    f"Too long for the profile's context window: {prompt_tokens} tokens, "
+                    f"at most {limit}."
+                ]
+            }
+        )
+    conversation, job, _ = chat_start(
+        api_key=api_key,
+        source=source,
+        scope_type=scope_type,
+        scope_id=scope_id,
+        prompt=prompt,
+        prompt_tokens=prompt_tokens,
+        profile=profile,
+    )
+    return conversation, job
 
 
 @transaction.atomic
@@ -173,3 +218,8 @@ def messages_import(
     )
     conversation.refresh_from_db(fields=["last_seq", "message_count", "updated_at"])
     return len(rows)
+
+
+def message_set_token_count(*, message_id: int, tokens: int) -> None:
+    """Replaces a message's stored token count (the heuristic's) by the tokenizer's."""
+    Message.objects.filter(pk=message_id).update(token_estimate=tokens)

@@ -10,7 +10,7 @@ from typing import Any
 
 from agents.tools import ToolError, tool
 from conversations import selectors
-from conversations.search import search_messages
+from conversations.retrieval import MODES, find_messages
 
 SEARCH_LIMIT_MAX = 50
 READ_LIMIT_MAX = 50
@@ -40,25 +40,30 @@ def _scope(ctx: Any, before_seq: int | None) -> tuple[str, int | None]:
 
 @tool(
     "search_history",
-    "Full-text search over the older messages of this conversation; best matches first.",
+    "Searches the older messages of this conversation by their words and their meaning "
+    "(mode: hybrid, the default; text; or semantic); best matches first.",
     {
         "type": "object",
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": 500},
             "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT_MAX},
             "before_seq": {"type": "integer", "minimum": 1},
+            "mode": {"type": "string", "enum": list(MODES)},
         },
         "required": ["query"],
     },
 )
 def search_history(
-    ctx: Any, query: str, limit: int = 8, before_seq: int | None = None
+    ctx: Any, query: str, limit: int = 8, before_seq: int | None = None, mode: str = "hybrid"
 ) -> dict[str, Any]:
     conversation_id, bound = _scope(ctx, before_seq)
-    found = search_messages(
-        conversation_id=conversation_id, query=query, limit=limit, before_seq=bound
+    found = find_messages(
+        conversation_id=conversation_id, query=query, limit=limit, before_seq=bound, mode=mode
     )
-    return {"query": query, "messages": [public(row) for row in found]}
+    result = {"query": query, "mode": found.mode, "messages": [public(row) for row in found.rows]}
+    if found.fallback:
+        result["fallback"] = found.fallback
+    return result
 
 
 @tool(

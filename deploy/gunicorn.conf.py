@@ -1,9 +1,15 @@
 """gunicorn settings for every way of running the web server: ``make run``, the Procfile,
 compose.yaml. Each can be overridden on the command line (``--bind``, ``--workers``, ...).
 
+gunicorn supervises ``WEB_CONCURRENCY`` uvicorn processes, each serving ``config.asgi`` on
+one event loop: ``POST /api.php`` is an async view, so a process holds hundreds of model
+calls in flight (``GUNICORN_WORKER_CONNECTIONS`` each at most); the other endpoints run
+synchronously in threads, as Django does under ASGI.
+
 Environment: ``HOST`` (default 127.0.0.1; containers and the Procfile bind 0.0.0.0),
-``PORT`` (8000), ``WEB_CONCURRENCY`` (worker processes, 2), ``GUNICORN_THREADS`` (threads
-per worker, 8), ``GUNICORN_TIMEOUT`` and ``GUNICORN_GRACEFUL_TIMEOUT`` (seconds).
+``PORT`` (8000), ``WEB_CONCURRENCY`` (worker processes, 2), ``GUNICORN_WORKER_CONNECTIONS``
+(connections a process accepts at once, 1000), ``GUNICORN_TIMEOUT`` and
+``GUNICORN_GRACEFUL_TIMEOUT`` (seconds).
 """
 
 import os
@@ -19,14 +25,15 @@ def _int(name: str, default: int) -> int:
         raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
 
 
-wsgi_app = "config.wsgi:application"
+wsgi_app = "config.asgi:application"
 bind = f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"
-# Threads, not more processes: a request to /api.php mostly waits on the model runtime.
-worker_class = "gthread"
+# An event loop per process: a request to /api.php mostly waits on the model runtime.
+worker_class = "config.gunicorn_worker.Worker"
 workers = _int("WEB_CONCURRENCY", 2)
-threads = _int("GUNICORN_THREADS", 8)
-# A gthread worker keeps reporting while its threads wait, so this only catches a stuck
-# worker; it is above RUNTIME_READ_TIMEOUT (120 s) for those who switch to sync workers.
+# uvicorn answers 503 to connections beyond this many at once in one process.
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1000)
+# A worker's event loop reports to gunicorn while its requests wait, so this only catches a
+# stuck worker; it is above RUNTIME_READ_TIMEOUT (120 s).
 timeout = _int("GUNICORN_TIMEOUT", 150)
 # On SIGTERM, requests in flight (possibly waiting on the model) get this long to finish.
 graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)

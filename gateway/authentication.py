@@ -19,7 +19,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             plain = plain.strip() if scheme.lower() == "bearer" else ""
         else:
             plain = request.META.get("HTTP_X_API_KEY", "")
-        api_key = services.api_key_authenticate(plain)  # raises 401 invalid_api_key
+        api_key = services.api_key_authenticate(plain)  # raises InvalidApiKey
         # The owner row is read only if a view asks for request.user (views use owner_id).
         return (SimpleLazyObject(lambda: api_key.owner), api_key)
 
@@ -29,7 +29,7 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 class HasAgentScope(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
-        services.api_key_require_scope(request.auth, Scope.AGENT)  # raises 403 forbidden
+        services.api_key_require_scope(request.auth, Scope.AGENT)  # raises Forbidden
         return True
 
 

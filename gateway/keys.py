@@ -7,6 +7,7 @@ so a slow password hash would add latency to every request and no security.
 
 import hashlib
 import hmac
+import re
 import secrets
 import string
 from typing import NamedTuple
@@ -35,15 +36,16 @@ def generate() -> NewKey:
     return NewKey(plain=plain, prefix=prefix, digest=digest(plain))
 
 
+_WELL_FORMED = re.compile(
+    rf"{KEY_TAG}_([a-z0-9]{{{PREFIX_LENGTH}}})_[A-Za-z0-9]{{{SECRET_LENGTH}}}", re.ASCII
+)
+
+
 def prefix_of(plain: str) -> str | None:
-    """The lookup prefix of a well-formed key, else None (without touching the database)."""
-    parts = plain.split("_")
-    if len(parts) != 3 or parts[0] != KEY_TAG:
-        return None
-    prefix, secret = parts[1], parts[2]
-    if len(prefix) != PREFIX_LENGTH or len(secret) != SECRET_LENGTH:
-        return None
-    return prefix
+    """The lookup prefix of a well-formed key, else None (without touching the database,
+    so that no text it cannot store, such as a NUL, ever reaches it)."""
+    match = _WELL_FORMED.fullmatch(plain)
+    return match.group(1) if match else None
 
 
 def matches(plain: str, stored_digest: str) -> bool:

@@ -2,7 +2,10 @@
 
 Pure functions with no I/O; ``gateway.runtime`` sends what they build and reads what they
 parse. Kinds of endpoint: ``ollama`` (``/api/generate``), ``openai`` (``/v1/completions``)
-and ``openai-chat`` (``/v1/chat/completions``).
+and ``openai-chat`` (``/v1/chat/completions``). A call that carries chat messages instead
+of one prompt goes to the endpoint's chat path: Ollama's ``/api/chat`` or the
+OpenAI-compatible ``/v1/chat/completions``. The answers are read by their shape, so one
+parser serves both paths of a protocol.
 """
 
 import json
@@ -43,6 +46,21 @@ def openai_options(options: dict[str, Any], *, default_max_tokens: int) -> dict[
     return mapped
 
 
+def _openai_body(
+    name: str, options: dict, *, stream: bool, default_max_tokens: int
+) -> dict[str, Any]:
+    body = {
+        "model": name,
+        "stream": stream,
+        **openai_options(options, default_max_tokens=default_max_tokens),
+    }
+    if stream:
+        # Token counts of a streamed answer come only when asked for: a last chunk with
+        # "usage" and no choices (vLLM, llama.cpp, llama-cpp-python as OpenAI does).
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
 def generate_request(
     endpoint: Endpoint,
     model: str,
@@ -59,11 +77,7 @@ def generate_request(
         if options:
             body["options"] = options
         return f"{endpoint.base_url}/api/generate", body
-    body = {
-        "model": name,
-        "stream": stream,
-        **openai_options(options, default_max_tokens=default_max_tokens),
-    }
+    body = _openai_body(name, options, stream=stream, default_max_tokens=default_max_tokens)
     if endpoint.api == "openai-chat":
         body["messages"] = [{"role": "user", "content": prompt}]
         return f"{endpoint.base_url}/v1/chat/completions", body
@@ -71,36 +85,36 @@ def generate_request(
     return f"{endpoint.base_url}/v1/completions", body
 
 
-def error_message(text: str) -> str:
-    """The runtime's error message in an error answer's body (either protocol's shape)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500]
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:500]
-    if error:
-        return str(error)[:500]
-    return str(data)[:500]
-
-
-def is_unknown_model(status: int, message: str) -> bool:
-    text = message.lower()
-    return (
-        status in (400, 404)
-        and "model" in text
-        and ("not found" in text or "does not exist" in text or "no such" in text)
-    )
+def chat_request(
+    endpoint: Endpoint,
+    model: str,
+    messages: list[dict[str, str]],
+    options: dict,
+    *,
+    stream: bool,
+    default_max_tokens: int,
+) -> tuple[str, dict[str, Any]]:
+    """The (url, body) of one call with chat ``messages`` (``role``, ``content``): the whole
+    context of the call, as the agent built it; the runtime keeps nothing between calls."""
+    name = endpoint.model_name(model)
+    if endpoint.api == "ollama":
+        body: dict[str, Any] = {"model": name, "messages": messages, "stream": stream}
+        if options:
+            body["options"] = options
+        return f"{endpoint.base_url}/api/chat", body
+    body = _openai_body(name, options, stream=stream, default_max_tokens=default_max_tokens)
+    body["messages"] = messages
+    return f"{endpoint.base_url}/v1/chat/completions", body
 
 
 def parse_complete(endpoint: Endpoint, data: Any) -> tuple[str, int | None, int | None]:
     if not isinstance(data, dict):
         raise ValueError("not an object")
     if endpoint.api == "ollama":
-        return str(data["response"]), data.get("prompt_eval_count"), data.get("eval_count")
+        text = data["message"]["content"] if "message" in data else data["response"]
+        return str(text), data.get("prompt_eval_count"), data.get("eval_count")
     choice = data["choices"][0]
-    text = choice["message"]["content"] if endpoint.api == "openai-chat" else choice["text"]
+    text = choice["message"]["content"] if "message" in choice else choice["text"]
     usage = data.get("usage") or {}
     return str(text or ""), usage.get("prompt_tokens"), usage.get("completion_tokens")
 
@@ -111,7 +125,9 @@ def parse_chunk(endpoint: Endpoint, line: bytes) -> tuple[str, dict | None, bool
         data = json.loads(line)
         if data.get("error"):
             raise ValueError(str(data["error"]))
-        return data.get("response", ""), data if data.get("done") else None, bool(data.get("done"))
+        message = data.get("message")
+        piece = (message or {}).get("content", "") if "message" in data else data.get("response")
+        return piece or "", data if data.get("done") else None, bool(data.get("done"))
     if not line.startswith(b"data:"):
         return "", None, False
     payload = line[5:].strip()
@@ -120,7 +136,7 @@ def parse_chunk(endpoint: Endpoint, line: bytes) -> tuple[str, dict | None, bool
     data = json.loads(payload)
     choices = data.get("choices") or [{}]
     choice = choices[0]
-    if endpoint.api == "openai-chat":
+    if "delta" in choice:
         piece = (choice.get("delta") or {}).get("content") or ""
     else:
         piece = choice.get("text") or ""
@@ -169,3 +185,27 @@ def parse_models(endpoint: Endpoint, data: dict[str, Any]) -> list[str]:
     if endpoint.api == "ollama":
         return [m.get("name") or m.get("model") for m in data.get("models", [])]
     return [m["id"] for m in data.get("data", [])]
+
+
+# --- Embeddings ---------------------------------------------------------------------------
+
+
+def embed_request(endpoint: Endpoint, model: str, texts: list[str]) -> tuple[str, dict[str, Any]]:
+    """The path and body of an embedding call: Ollama ``POST /api/embed``, else the
+    OpenAI-compatible ``POST /v1/embeddings``."""
+    path = "/api/embed" if endpoint.api == "ollama" else "/v1/embeddings"
+    return path, {"model": endpoint.model_name(model), "input": texts}
+
+
+def parse_embeddings(endpoint: Endpoint, data: Any, count: int) -> list[list[float]]:
+    """The vectors of an embedding answer, in input order (ValueError when unreadable)."""
+    if endpoint.api == "ollama":
+        vectors = data["embeddings"]
+    else:
+        rows = sorted(data["data"], key=lambda row: row.get("index", 0))
+        vectors = [row["embedding"] for row in rows]
+    if len(vectors) != count or not all(isinstance(v, list) and v for v in vectors):
+        raise ValueError(f"expected {count} embeddings")
+    if len({len(v) for v in vectors}) != 1:
+        raise ValueError("embeddings of different dimensions")
+    return vectors

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from gateway.errors import ApiError
+from core.exceptions import RateLimited
 from gateway.models import ApiKey, RateLimitWindow
 
 WINDOW = timedelta(minutes=1)
@@ -23,7 +23,8 @@ def _window_start(now: datetime) -> datetime:
 
 
 def take_slot(api_key: ApiKey, *, now: datetime | None = None) -> None:
-    """Counts one request of ``api_key``; raises 429 ``rate_limited`` when the window is full."""
+    """Counts one request of ``api_key``; raises :class:`RateLimited`
+    when the window is full."""
     limit = api_key.rate_limit_per_minute
     if not limit:
         return
@@ -41,13 +42,7 @@ def take_slot(api_key: ApiKey, *, now: datetime | None = None) -> None:
         if windows.filter(count__lt=limit).update(count=F("count") + 1):
             return
     retry_after = max(1, math.ceil((start + WINDOW - now).total_seconds()))
-    raise ApiError(
-        429,
-        "rate_limited",
-        f"This key may make {limit} requests per minute.",
-        details={"limit_per_minute": limit, "retry_after": retry_after},
-        headers={"Retry-After": str(retry_after)},
-    )
+    raise RateLimited(limit=limit, retry_after=retry_after)
 
 
 def prune_windows(*, before: datetime) -> int:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from core.db import retry_if_dropped
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -72,7 +74,7 @@ def routes() -> dict[str, list[Endpoint]]:
     global _routes, _loaded_at
     now = time.monotonic()
     if now - _loaded_at > settings.RUNTIME_ROUTES_TTL:
-        table = _load()
+        table = retry_if_dropped(_load)  # a read in the middle of a request to /api.php
         with _lock:
             _routes, _loaded_at = table, now
     return _routes

@@ -9,12 +9,17 @@ still go through the fields' own conversions (``pre_save``, ``get_db_prep_save``
 converters of ``raw()``).
 
 Nothing else should need this: everywhere else, the ORM.
+
+Both are the statements a request meets a dropped database connection with (the key read
+is its first statement), so both are retried once on a new connection (``core.db``).
 """
 
 import functools
 from typing import TypeVar
 
 from django.db import connections, models, router
+
+from core.db import retry_if_dropped
 
 M = TypeVar("M", bound=models.Model)
 
@@ -32,7 +37,11 @@ def get_by(model: type[M], field_name: str, value: object) -> M | None:
     """The row whose unique ``field_name`` is ``value``, or None."""
     alias = router.db_for_read(model)
     sql = _select_sql(model, field_name, alias)
-    return next(iter(model.objects.using(alias).raw(sql, [value])), None)
+
+    def read() -> M | None:
+        return next(iter(model.objects.using(alias).raw(sql, [value])), None)
+
+    return retry_if_dropped(read, using=alias)
 
 
 # PostgreSQL commits the statement without waiting for its WAL to reach the disk. One
@@ -66,6 +75,9 @@ def insert(obj: models.Model, *, durable: bool = True) -> None:
     its last fraction of a second (3 x ``wal_writer_delay`` at most). That is SQLite's
     everyday durability here (WAL with ``synchronous=NORMAL``) and saves a disk flush.
     Only in autocommit mode: inside a transaction the row commits with it.
+
+    In autocommit mode a connection found dropped is replaced and the insert made again: if
+    the server was cut off after committing but before answering, the row is there twice.
     """
     model = type(obj)
     alias = router.db_for_write(model)
@@ -73,5 +85,9 @@ def insert(obj: models.Model, *, durable: bool = True) -> None:
     # Inside a transaction the setting would last until its end and cover its other writes.
     sql, fields = _insert_plan(model, alias, durable or connection.in_atomic_block)
     params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+
+    def write() -> None:
+        with connections[alias].cursor() as cursor:
+            cursor.execute(sql, params)
+
+    retry_if_dropped(write, using=alias)

@@ -2,18 +2,23 @@
 
 Two protocols: Ollama (``/api/generate``) and OpenAI-compatible (``/v1/completions``, or
 ``/v1/chat/completions`` for the ``openai-chat`` kind). The prompt is sent exactly as
-given and alone: no history, and never Ollama's ``context``. Options are passed through
-under Ollama's names, or mapped to OpenAI's. Failures become the contract's errors:
+given and alone: no history, and never Ollama's ``context``. An agent may send chat
+``messages`` instead (Ollama ``/api/chat``, ``/v1/chat/completions``): the whole context
+of that one call, still stateless. Options are passed through under Ollama's names, or
+mapped to OpenAI's. Failures raise the domain errors of :mod:`core.exceptions`
+(``core.errors`` gives their statuses and ids):
 
-========================  ======  ======================
-runtime state             status  error id
-========================  ======  ======================
-unreachable / refused     502     runtime_unavailable
-answered an error         502     runtime_error
-model unknown to it       400     unknown_model
-no answer in time         504     runtime_timeout
-busy (HTTP 503)           503     runtime_busy
-========================  ======  ======================
+========================  =====================
+runtime state             error
+========================  =====================
+unreachable / refused     RuntimeUnavailable
+answered a 5xx error      RuntimeAnswerError
+model unknown to it       UnknownModel
+prompt over the context   ContextLengthExceeded
+refused the request (4xx) RuntimeRejected
+no answer in time         RuntimeTimeout
+busy (HTTP 503 or 429)    RuntimeBusy
+========================  =====================
 """
 
 import queue
@@ -26,12 +31,24 @@ from typing import Any
 import requests
 from django.conf import settings
 
-from gateway import abortable, protocols, routing, session
-from gateway.errors import ApiError
+from core.errors import error_id
+from core.exceptions import (
+    ContextLengthExceeded,
+    RuntimeAnswerError,
+    RuntimeBusy,
+    RuntimeFailure,
+    RuntimeRejected,
+    RuntimeTimeout,
+    RuntimeUnavailable,
+    UnknownModel,
+)
+from gateway import abortable, protocols, routing, runtime_errors, session
 from gateway.routing import Endpoint
 
+# Runtime 4xx answers that say nothing about the client's request (our key, our URL).
+_NOT_THE_CLIENTS = frozenset({401, 403, 404, 405, 407, 408})
 # Errors after which the next endpoint of the model is tried.
-_FAILOVER_ERRORS = frozenset({"runtime_unavailable", "runtime_busy"})
+FAILOVER_ERRORS = (RuntimeUnavailable, RuntimeBusy)
 
 
 class GenerationCancelled(Exception):
@@ -54,77 +71,90 @@ def _timeout() -> tuple[float, float]:
     return (settings.RUNTIME_CONNECT_TIMEOUT, settings.RUNTIME_READ_TIMEOUT)
 
 
-def _headers(endpoint: Endpoint) -> dict[str, str]:
+def headers_for(endpoint: Endpoint) -> dict[str, str]:
     return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
 
 
 def _raise_for_status(response: requests.Response, endpoint: Endpoint, model: str) -> None:
-    if response.status_code == 200:
+    if response.status_code != 200:  # a stream's body is read only then
+        raise_for_answer(response.status_code, response.text, endpoint, model)
+
+
+def raise_for_answer(status: int, text: str, endpoint: Endpoint, model: str) -> None:
+    """Raises the error an answer other than 200 means (with the runtime's own words)."""
+    if status == 200:
         return
-    message = protocols.error_message(response.text)
-    details = {
-        "runtime": endpoint.name,
-        "runtime_status": response.status_code,
-        "runtime_message": message,
-    }
-    if response.status_code == 503:
-        raise ApiError(
-            503, "runtime_busy", "The model runtime is busy; try again.", details=details
-        )
-    if protocols.is_unknown_model(response.status_code, message):
-        raise ApiError(
-            400,
-            "unknown_model",
-            f"The runtime does not know the model {model!r}.",
-            details={"model": model, **details},
-        )
-    raise ApiError(
-        502, "runtime_error", "The model runtime answered with an error.", details=details
-    )
+    message = runtime_errors.error_message(text)
+    details = {"runtime": endpoint.name, "runtime_status": status, "runtime_message": message}
+    if status in (429, 503):
+        raise RuntimeBusy(details=details)
+    if runtime_errors.is_unknown_model(status, message):
+        raise UnknownModel(model, details=details)
+    overflow = runtime_errors.context_overflow(text)
+    if overflow is not None:
+        raise ContextLengthExceeded(details={**overflow, **details})
+    if 400 <= status < 500 and status not in _NOT_THE_CLIENTS:
+        raise RuntimeRejected(details=details)
+    raise RuntimeAnswerError(details=details)
 
 
-def _transport_error(exc: requests.RequestException, endpoint: Endpoint) -> ApiError:
+def _transport_error(exc: requests.RequestException, endpoint: Endpoint) -> RuntimeFailure:
     details = {"runtime": endpoint.name}
     # requests reports a read time-out inside a stream as a ConnectionError.
     timed_out = not isinstance(exc, requests.ConnectTimeout) and (
         isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower()
     )
     if timed_out:
-        return ApiError(
-            504,
-            "runtime_timeout",
-            "The model runtime did not answer in time.",
-            details={**details, "timeout_seconds": settings.RUNTIME_READ_TIMEOUT},
-        )
-    return ApiError(
-        502, "runtime_unavailable", "The model runtime cannot be reached.", details=details
-    )
+        return RuntimeTimeout(details={**details, "timeout_seconds": settings.RUNTIME_READ_TIMEOUT})
+    return RuntimeUnavailable(details=details)
 
 
-def generate_at(endpoint: Endpoint, model: str, prompt: str, options: dict) -> Generation:
-    """One non-streamed call to this endpoint only: no failover, no usage record."""
-    url, body = protocols.generate_request(
+Messages = list[dict[str, str]] | None
+
+
+def _request(
+    endpoint: Endpoint, model: str, prompt: str, messages: Messages, options: dict, stream: bool
+) -> tuple[str, dict[str, Any]]:
+    build = protocols.generate_request if messages is None else protocols.chat_request
+    return build(
         endpoint,
         model,
-        prompt,
+        prompt if messages is None else messages,
         options,
-        stream=False,
+        stream=stream,
         default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
     )
+
+
+def generate_at(
+    endpoint: Endpoint, model: str, prompt: str, options: dict, messages: Messages = None
+) -> Generation:
+    """One non-streamed call to this endpoint only: no failover, no usage record."""
+    url, body = _request(endpoint, model, prompt, messages, options, stream=False)
     try:
-        response = _session.post(url, json=body, headers=_headers(endpoint), timeout=_timeout())
+        response = _session.post(url, json=body, headers=headers_for(endpoint), timeout=_timeout())
     except requests.RequestException as exc:
         raise _transport_error(exc, endpoint) from exc
     _raise_for_status(response, endpoint, model)
     try:
-        text, p_tokens, c_tokens = protocols.parse_complete(endpoint, response.json())
+        data = response.json()
+    except ValueError as exc:
+        raise unreadable(endpoint) from exc
+    return generation_from(endpoint, model, data)
+
+
+def unreadable(endpoint: Endpoint) -> RuntimeAnswerError:
+    return RuntimeAnswerError(
+        "The model runtime answered something unreadable.", details={"runtime": endpoint.name}
+    )
+
+
+def generation_from(endpoint: Endpoint, model: str, data: Any) -> Generation:
+    """The generation in the JSON of a whole (non-streamed) 200 answer."""
+    try:
+        text, p_tokens, c_tokens = protocols.parse_complete(endpoint, data)
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ApiError(
-            502,
-            "runtime_error",
-            "The model runtime answered something unreadable.",
-            details={"runtime": endpoint.name},
-        ) from exc
+        raise unreadable(endpoint) from exc
     return Generation(
         text=text,
         model=model,
@@ -135,7 +165,12 @@ def generate_at(endpoint: Endpoint, model: str, prompt: str, options: dict) -> G
 
 
 def _stream_once(
-    endpoint: Endpoint, model: str, prompt: str, options: dict, should_stop: Callable[[], bool]
+    endpoint: Endpoint,
+    model: str,
+    prompt: str,
+    options: dict,
+    should_stop: Callable[[], bool],
+    messages: Messages = None,
 ) -> Generation:
     """Streams the answer, asking ``should_stop`` about every JOB_CANCEL_POLL_SECONDS.
 
@@ -144,14 +179,7 @@ def _stream_once(
     the next token keeps us from checking (a job's check also renews its lease). On stop
     the connection is cut, which ends the generation at the runtime.
     """
-    url, body = protocols.generate_request(
-        endpoint,
-        model,
-        prompt,
-        options,
-        stream=True,
-        default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
-    )
+    url, body = _request(endpoint, model, prompt, messages, options, stream=True)
     items: queue.Queue = queue.Queue()
     call = abortable.Abortable()
 
@@ -159,7 +187,7 @@ def _stream_once(
         try:
             with call.sending():
                 response = _session.post(
-                    url, json=body, headers=_headers(endpoint), timeout=_timeout(), stream=True
+                    url, json=body, headers=headers_for(endpoint), timeout=_timeout(), stream=True
                 )
             if not call.attach_response(response):
                 return
@@ -196,20 +224,22 @@ def _stream_once(
             if isinstance(item, requests.RequestException):
                 raise _transport_error(item, endpoint) from item
             if isinstance(item, Exception):
-                raise ApiError(
-                    502,
-                    "runtime_error",
+                raise RuntimeAnswerError(
                     "The model runtime stream broke off.",
-                    details={"runtime": endpoint.name, "runtime_message": str(item)},
+                    details={
+                        "runtime": endpoint.name,
+                        "runtime_message": runtime_errors.one_line(str(item)),
+                    },
                 )
             try:
                 piece, final, done = protocols.parse_chunk(endpoint, item)
             except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise ApiError(
-                    502,
-                    "runtime_error",
+                raise RuntimeAnswerError(
                     "The model runtime sent an unreadable chunk.",
-                    details={"runtime": endpoint.name, "runtime_message": str(exc)},
+                    details={
+                        "runtime": endpoint.name,
+                        "runtime_message": runtime_errors.one_line(str(exc)),
+                    },
                 ) from exc
             pieces.append(piece)
             if final is not None:
@@ -232,31 +262,36 @@ _SERVED_TTL = 30.0
 
 
 def _require_served(endpoint: Endpoint, model: str) -> None:
-    """400 unknown_model if an OpenAI-compatible runtime does not list the model.
+    """:class:`UnknownModel` if an OpenAI-compatible runtime does not list the model.
 
     Some servers (llama.cpp's, llama-cpp-python's) answer any model name with the one model
     they have; asking ``/v1/models`` (cached per endpoint) keeps a typo from being served
     silently. When the list cannot be had, the call itself will tell.
     """
-    name = endpoint.model_name(model)
-    now = time.monotonic()
-    cached = routing.served_models.get(endpoint.base_url)
-    if (
-        cached is None
-        or now - cached[0] > _SERVED_TTL
-        or (name not in cached[1] and now - cached[0] > 5.0)
-    ):
+    if served_list_is_stale(endpoint, model):
         try:
-            cached = (now, frozenset(list_models(endpoint)))
-        except ApiError:
+            served = list_models(endpoint)
+        except RuntimeFailure:
             return
-        routing.served_models[endpoint.base_url] = cached
-    if cached[1] and name not in cached[1]:
-        raise ApiError(
-            400,
-            "unknown_model",
-            f"The runtime does not know the model {model!r}.",
-            details={"model": model, "runtime": endpoint.name, "available": sorted(cached[1])[:50]},
+        routing.served_models[endpoint.base_url] = (time.monotonic(), frozenset(served))
+    check_served(endpoint, model)
+
+
+def served_list_is_stale(endpoint: Endpoint, model: str) -> bool:
+    """Whether the runtime's list of models is to be asked for (again)."""
+    cached = routing.served_models.get(endpoint.base_url)
+    if cached is None:
+        return True
+    age = time.monotonic() - cached[0]
+    return age > _SERVED_TTL or (endpoint.model_name(model) not in cached[1] and age > 5.0)
+
+
+def check_served(endpoint: Endpoint, model: str) -> None:
+    """:class:`UnknownModel` if the runtime's known list of models lacks ``model``."""
+    cached = routing.served_models.get(endpoint.base_url)
+    if cached and cached[1] and endpoint.model_name(model) not in cached[1]:
+        raise UnknownModel(
+            model, details={"runtime": endpoint.name, "available": sorted(cached[1])[:50]}
         )
 
 
@@ -266,23 +301,25 @@ def generate(
     options: dict[str, Any] | None = None,
     *,
     should_stop: Callable[[], bool] | None = None,
+    messages: Messages = None,
 ) -> Generation:
     """Runs ``prompt`` on ``model`` and returns the whole answer.
 
-    With ``should_stop`` the answer is streamed and the call raises
-    :class:`GenerationCancelled` soon after ``should_stop()`` returns true.
+    With ``messages`` (chat messages, ``role`` and ``content``) those are sent instead of
+    ``prompt``, to the endpoint's chat path. With ``should_stop`` the answer is streamed
+    and the call raises :class:`GenerationCancelled` soon after ``should_stop()`` is true.
     """
     options = options or {}
-    last_error: ApiError | None = None
+    last_error: RuntimeFailure | None = None
     for endpoint in routing.endpoints_for(model):
         try:
             if endpoint.api != "ollama":
                 _require_served(endpoint, model)
             if should_stop is None:
-                return generate_at(endpoint, model, prompt, options)
-            return _stream_once(endpoint, model, prompt, options, should_stop)
-        except ApiError as err:
-            if err.error not in _FAILOVER_ERRORS:
+                return generate_at(endpoint, model, prompt, options, messages)
+            return _stream_once(endpoint, model, prompt, options, should_stop, messages)
+        except RuntimeFailure as err:
+            if not isinstance(err, FAILOVER_ERRORS):
                 raise
             routing.mark_failed(endpoint)
             last_error = err
@@ -291,17 +328,65 @@ def generate(
 
 
 def list_models(endpoint: Endpoint) -> list[str]:
-    """The models the runtime says it serves (raises ApiError when it cannot be asked)."""
+    """The models the runtime says it serves (raises a RuntimeFailure when it cannot
+    be asked)."""
     try:
         response = _session.get(
             f"{endpoint.base_url}{protocols.models_path(endpoint)}",
-            headers=_headers(endpoint),
+            headers=headers_for(endpoint),
             timeout=_timeout(),
         )
     except requests.RequestException as exc:
         raise _transport_error(exc, endpoint) from exc
     _raise_for_status(response, endpoint, "")
     return protocols.parse_models(endpoint, response.json())
+
+
+def probe(endpoint: Endpoint, *, timeout: float) -> str:
+    """The runtime's state, learnt within about ``timeout`` seconds: ``ok``; ``busy`` when it
+    took the connection but did not answer in time, or answered 503/429 (a single-slot
+    runtime generating: up); otherwise the error id of why it is not up."""
+    try:
+        response = _session.get(
+            f"{endpoint.base_url}{protocols.models_path(endpoint)}",
+            headers=headers_for(endpoint),
+            timeout=(timeout, timeout),
+        )
+    except requests.ReadTimeout:
+        return "busy"
+    except requests.RequestException as exc:
+        return error_id(_transport_error(exc, endpoint))
+    try:
+        _raise_for_status(response, endpoint, "")
+    except RuntimeBusy:
+        return "busy"
+    except RuntimeFailure as err:
+        return error_id(err)
+    return "ok"
+
+
+def post_json(
+    endpoint: Endpoint, path: str, body: dict[str, Any], *, model: str, read_timeout: float
+) -> Any:
+    """One JSON POST to ``endpoint`` (no failover) through the shared session, with the
+    runtime errors of the table above; the parsed answer."""
+    try:
+        response = _session.post(
+            f"{endpoint.base_url}{path}",
+            json=body,
+            headers=headers_for(endpoint),
+            timeout=(settings.RUNTIME_CONNECT_TIMEOUT, read_timeout),
+        )
+    except requests.RequestException as exc:
+        raise _transport_error(exc, endpoint) from exc
+    _raise_for_status(response, endpoint, model)
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise RuntimeAnswerError(
+            "The model runtime answered something unreadable.",
+            details={"runtime": endpoint.name},
+        ) from exc
 
 
 def iter_endpoints() -> Iterator[tuple[Endpoint, list[str]]]:
@@ -339,14 +424,14 @@ def count_tokens(model: str, text: str) -> int | None:
             response = _session.post(
                 f"{endpoint.base_url}{path}",
                 json=protocols.tokenize_body(path, endpoint.model_name(model), text),
-                headers=_headers(endpoint),
+                headers=headers_for(endpoint),
                 timeout=(settings.RUNTIME_CONNECT_TIMEOUT, _TOKENIZE_READ_TIMEOUT),
             )
         except requests.RequestException:
             return None  # down for now: nothing learnt about its tokenizer
         if response.status_code in (404, 405, 501):
-            if protocols.is_unknown_model(
-                response.status_code, protocols.error_message(response.text)
+            if runtime_errors.is_unknown_model(
+                response.status_code, runtime_errors.error_message(response.text)
             ):
                 return None  # the path exists; the model does not
             continue  # not this runtime's tokenizer path

@@ -1,5 +1,6 @@
 """Writes of the gateway: keys, and the model call with its checks and usage record."""
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -12,16 +13,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gateway import keys, ratelimit, rows, runtime
-from gateway.errors import ApiError
+from core.db import retry_if_dropped
+from core.errors import status_and_id
+from core.exceptions import DomainError, Forbidden, InvalidApiKey, ModelNotAllowed
+from gateway import keys, ratelimit, routing, rows, runtime, runtime_async
+from gateway.dbthread import in_thread
 from gateway.models import ApiKey, Scope, UsageRecord
 
 # last_used_at is written at most this often per key, so a busy key costs no write per call.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-def invalid_api_key() -> ApiError:
-    return ApiError(401, "invalid_api_key", "The API key is missing, unknown, revoked or expired.")
 
 
 def _clean_scopes(scopes: Iterable[str]) -> list[str]:
@@ -76,60 +76,54 @@ def api_key_revoke(*, api_key: ApiKey) -> bool:
 
 
 def api_key_authenticate(plain: object) -> ApiKey:
-    """The live key for ``plain``, else 401 ``invalid_api_key``.
+    """The live key for ``plain``, else :class:`InvalidApiKey`.
 
     Reads the row on every request (no cache), so a revocation is seen by the next request
     in every process.
     """
     if not isinstance(plain, str) or not plain:
-        raise invalid_api_key()
+        raise InvalidApiKey()
     prefix = keys.prefix_of(plain)
     if prefix is None:
-        raise invalid_api_key()
+        raise InvalidApiKey()
     api_key = rows.get_by(ApiKey, "prefix", prefix)
     if api_key is None:
-        raise invalid_api_key()
+        raise InvalidApiKey()
     if not keys.matches(plain, api_key.key_hash):
-        raise invalid_api_key()
+        raise InvalidApiKey()
     now = timezone.now()
     if api_key.revoked_at is not None or (api_key.expires_at and api_key.expires_at <= now):
-        raise invalid_api_key()
+        raise InvalidApiKey()
     if api_key.last_used_at is None or api_key.last_used_at < now - LAST_USED_RESOLUTION:
-        ApiKey.objects.filter(pk=api_key.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        ).update(last_used_at=now)
+        stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+        # Safe to repeat: a second run finds the stamp fresh and changes nothing.
+        retry_if_dropped(ApiKey.objects.filter(stale, pk=api_key.pk).update, last_used_at=now)
     return api_key
 
 
 def api_key_check_live(api_key: ApiKey) -> None:
-    """401 ``invalid_api_key`` if the key was revoked or expired since it was read."""
+    """Raises :class:`InvalidApiKey` if the key was revoked or expired since it was read."""
     row = ApiKey.objects.filter(pk=api_key.pk).values("revoked_at", "expires_at").first()
     if (
         row is None
         or row["revoked_at"]
         or (row["expires_at"] and row["expires_at"] <= timezone.now())
     ):
-        raise invalid_api_key()
+        raise InvalidApiKey()
 
 
 def api_key_require_scope(api_key: ApiKey, scope: str) -> None:
-    if scope not in api_key.scopes:
-        raise ApiError(
-            403,
-            "forbidden",
-            f"This key does not have the {scope!r} scope.",
-            details={"required_scope": scope},
+    # The plain value ("model"), never the enum's repr.
+    name = str(Scope(scope).value)
+    if name not in api_key.scopes:
+        raise Forbidden(
+            f'This key does not have the "{name}" scope.', details={"required_scope": name}
         )
 
 
 def _require_model(api_key: ApiKey, model: str) -> None:
     if api_key.allowed_models and model not in api_key.allowed_models:
-        raise ApiError(
-            403,
-            "model_not_allowed",
-            f"This key may not use the model {model!r}.",
-            details={"model": model},
-        )
+        raise ModelNotAllowed(model)
 
 
 @dataclass
@@ -139,6 +133,55 @@ class ModelCallResult:
     elapsed: float
     prompt_tokens: int | None
     completion_tokens: int | None
+
+
+def _admit(api_key: ApiKey, model: str, origin: str) -> None:
+    """The checks before the runtime: scope, model permission, then the rate limit."""
+    api_key_require_scope(api_key, Scope.MODEL if origin == UsageRecord.Origin.API else Scope.AGENT)
+    _require_model(api_key, model)
+    ratelimit.take_slot(api_key)
+
+
+def _record_usage(
+    *,
+    api_key: ApiKey,
+    origin: str,
+    job_id: str,
+    model: str,
+    prompt_chars: int,
+    generation: runtime.Generation | None,
+    status: int,
+    error: str,
+    elapsed: float,
+) -> None:
+    """The one usage row of a call: metadata, never the prompt or the answer."""
+    rows.insert(
+        UsageRecord(
+            api_key=api_key,
+            origin=origin,
+            job_id=job_id,
+            model=model,
+            endpoint=generation.endpoint.name if generation else "",
+            status=status,
+            error=error,
+            elapsed=elapsed,
+            prompt_chars=prompt_chars,
+            response_chars=len(generation.text) if generation else 0,
+            prompt_tokens=generation.prompt_tokens if generation else None,
+            completion_tokens=generation.completion_tokens if generation else None,
+        ),
+        durable=not settings.USAGE_ASYNC_COMMIT,
+    )
+
+
+def _result(model: str, generation: runtime.Generation, elapsed: float) -> ModelCallResult:
+    return ModelCallResult(
+        model=model,
+        response=generation.text,
+        elapsed=elapsed,
+        prompt_tokens=generation.prompt_tokens,
+        completion_tokens=generation.completion_tokens,
+    )
 
 
 def model_call(
@@ -151,49 +194,97 @@ def model_call(
     origin: str = UsageRecord.Origin.API,
     job_id: str = "",
     should_stop: Callable[[], bool] | None = None,
+    messages: list[dict[str, str]] | None = None,
 ) -> ModelCallResult:
     """The stateless model call shared by ``/api.php`` and the agents.
 
     Checks scope, model permission and the rate limit, forwards exactly ``prompt`` with
-    ``model`` and ``options``, and records one usage row of metadata (never text).
+    ``model`` and ``options`` (an agent may send chat ``messages`` instead: its whole
+    context for this call), and records one usage row of metadata (never text).
     ``started`` is a ``time.perf_counter()`` reading; ``elapsed`` is seconds since then.
     """
     started = time.perf_counter() if started is None else started
-    api_key_require_scope(api_key, Scope.MODEL if origin == UsageRecord.Origin.API else Scope.AGENT)
-    _require_model(api_key, model)
-    ratelimit.take_slot(api_key)
+    _admit(api_key, model, origin)
     status, error, generation = 200, "", None
     try:
-        generation = runtime.generate(model, prompt, options, should_stop=should_stop)
-    except ApiError as err:
-        status, error = err.status, err.error
+        generation = runtime.generate(
+            model, prompt, options, should_stop=should_stop, messages=messages
+        )
+    except DomainError as err:
+        status, error = status_and_id(err)
         raise
     except runtime.GenerationCancelled:
         status, error = 499, "cancelled"
         raise
     finally:
         elapsed = round(time.perf_counter() - started, 3)
-        rows.insert(
-            UsageRecord(
-                api_key=api_key,
-                origin=origin,
-                job_id=job_id,
-                model=model,
-                endpoint=generation.endpoint.name if generation else "",
-                status=status,
-                error=error,
-                elapsed=elapsed,
-                prompt_chars=len(prompt),
-                response_chars=len(generation.text) if generation else 0,
-                prompt_tokens=generation.prompt_tokens if generation else None,
-                completion_tokens=generation.completion_tokens if generation else None,
+        _record_usage(
+            api_key=api_key,
+            origin=origin,
+            job_id=job_id,
+            model=model,
+            prompt_chars=(
+                len(prompt) if messages is None else sum(len(m["content"]) for m in messages)
             ),
-            durable=not settings.USAGE_ASYNC_COMMIT,
+            generation=generation,
+            status=status,
+            error=error,
+            elapsed=elapsed,
         )
-    return ModelCallResult(
-        model=model,
-        response=generation.text,
-        elapsed=elapsed,
-        prompt_tokens=generation.prompt_tokens,
-        completion_tokens=generation.completion_tokens,
-    )
+    return _result(model, generation, elapsed)
+
+
+@dataclass(frozen=True)
+class AdmittedCall:
+    """A call of ``/api.php`` that passed its checks, with the endpoints to try."""
+
+    api_key: ApiKey
+    model: str
+    prompt: str
+    options: dict[str, Any] | None
+    endpoints: list[routing.Endpoint]
+
+
+def model_call_admit(
+    *, api_key: ApiKey, model: str, prompt: str, options: dict[str, Any] | None = None
+) -> AdmittedCall:
+    """The database work of an ``/api.php`` call before the model: scope, model permission,
+    rate limit, and the endpoints of ``model`` (the routing table is read from the
+    database now and then). Synchronous: an async caller runs it in a thread."""
+    _admit(api_key, model, UsageRecord.Origin.API)
+    return AdmittedCall(api_key, model, prompt, options, routing.endpoints_for(model))
+
+
+async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallResult:
+    """:func:`model_call` for ``/api.php``'s async view, after :func:`model_call_admit`.
+
+    Holds no database connection while it awaits the model. If the awaiting task is
+    cancelled (the client went away), the runtime call is closed and the usage row says
+    ``cancelled`` (status 499).
+    """
+    status, error, generation = 200, "", None
+    try:
+        generation = await runtime_async.generate(
+            call.endpoints, call.model, call.prompt, call.options
+        )
+    except DomainError as err:
+        status, error = status_and_id(err)
+        raise
+    except asyncio.CancelledError:
+        status, error = 499, "cancelled"
+        raise
+    finally:
+        elapsed = round(time.perf_counter() - started, 3)
+        await in_thread(
+            _record_usage,
+            api_key=call.api_key,
+            origin=UsageRecord.Origin.API,
+            job_id="",
+            model=call.model,
+            prompt_chars=len(call.prompt),
+            generation=generation,
+            status=status,
+            error=error,
+            elapsed=elapsed,
+        )
+    return _result(call.model, generation, elapsed)

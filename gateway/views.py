@@ -1,50 +1,84 @@
 import time
+from typing import Any
 
-from django.db import connection
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gateway import runtime, services
-from gateway.errors import ApiError
-from gateway.http import read_json_object
+from core.errors import to_answer
+from core.exceptions import NotReady
+from core.http import read_json_object
+from core.schema import ANY_ENDPOINT, error_responses
+from gateway import health, services
+from gateway.dbthread import in_thread
 from gateway.serializers import (
-    ErrorResponseSerializer,
+    HealthResponseSerializer,
     LLMRequestSerializer,
     LLMSuccessResponseSerializer,
+    ReadyResponseSerializer,
 )
 
-_ERRORS = {
-    code: OpenApiResponse(ErrorResponseSerializer, description=text)
-    for code, text in {
-        400: "invalid_json, validation_error or unknown_model",
-        401: "invalid_api_key",
-        403: "forbidden (key lacks the model scope) or model_not_allowed",
-        405: "method_not_allowed (Allow: POST)",
-        413: "payload_too_large",
-        429: "rate_limited (Retry-After)",
-        502: "runtime_unavailable or runtime_error",
-        503: "runtime_busy",
-        504: "runtime_timeout",
-    }.items()
+MODEL_CALL_ERRORS: dict[int, tuple[str, ...]] = {
+    400: (
+        "invalid_json",
+        "validation_error",
+        "unknown_model",
+        "runtime_rejected",
+        "context_length_exceeded",
+    ),
+    401: ("invalid_api_key",),
+    403: ("forbidden", "model_not_allowed"),
+    429: ("rate_limited",),
+    502: ("runtime_unavailable", "runtime_error"),
+    503: ("runtime_busy",),
+    504: ("runtime_timeout",),
 }
 
 
 class ModelCallView(APIView):
-    """``POST /api.php``: the stateless model endpoint.
+    """``POST /api.php``: the stateless model endpoint, served asynchronously.
 
     Checks, in order: body (400 invalid_json), key (401), fields (400 validation_error),
     scope and model permission (403), rate limit (429); then forwards exactly ``prompt``.
+
+    DRF's views are synchronous. This one keeps DRF's class (the schema is generated from
+    it) and replaces its dispatch with an async one, so that a process holds hundreds of
+    calls in flight: the database work runs in the request's thread and gives its
+    connection back before the model is awaited (``gateway.dbthread``), and a client that
+    goes away cancels the call. Errors become the envelope through the same mapping as
+    everywhere else (``core.errors``), answers are rendered as DRF's JSON renderer does.
     """
 
     http_method_names = ["post"]
     parser_classes: list = []
 
+    async def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        self.args, self.kwargs, self.request = args, kwargs, request
+        try:
+            if request.method != "POST":
+                raise MethodNotAllowed(request.method)
+            return await self.post(request)
+        except Exception as exc:
+            answer = to_answer(exc)
+            response = render(answer.body(), status=answer.status)
+            for name, value in answer.headers.items():
+                response[name] = value
+            if isinstance(exc, MethodNotAllowed):
+                response["Allow"] = "POST"
+            return response
+
     @extend_schema(
+        operation_id="model_call",
         # Named explicitly: the view reads the body itself (no DRF parsers to infer it from).
         request={"application/json": LLMRequestSerializer},
-        responses={200: LLMSuccessResponseSerializer, **_ERRORS},
+        responses={
+            200: LLMSuccessResponseSerializer,
+            **error_responses("ModelCall", ANY_ENDPOINT, MODEL_CALL_ERRORS),
+        },
         description=(
             "Forwards exactly `prompt` (no history, none stored) with `model` and `options` "
             "to the model runtime. `options` use Ollama's names (`temperature`, `top_p`, "
@@ -53,66 +87,65 @@ class ModelCallView(APIView):
             "entering the view to the answer being ready."
         ),
     )
-    def post(self, request: Request) -> Response:
+    async def post(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         data = read_json_object(request)
+        call = await in_thread(self.admit, data)
+        result = await services.model_call_async(call, started=started)
+        return render(LLMSuccessResponseSerializer(result).data)
+
+    @staticmethod
+    def admit(data: dict[str, Any]) -> services.AdmittedCall:
+        """Key, fields, then the checks before the model: every statement of the call
+        before it waits on the model, in one trip to a thread."""
         api_key = services.api_key_authenticate(data.get("api_key"))
         serializer = LLMRequestSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         fields = serializer.validated_data
-        result = services.model_call(
+        return services.model_call_admit(
             api_key=api_key,
             model=fields["model"],
             prompt=fields["prompt"],
             options=fields.get("options"),
-            started=started,
         )
-        return Response(
-            {
-                "ok": True,
-                "model": result.model,
-                "response": result.response,
-                "elapsed": result.elapsed,
-                "usage": {
-                    "prompt_tokens": result.prompt_tokens,
-                    "completion_tokens": result.completion_tokens,
-                },
-            }
-        )
+
+
+_renderer = JSONRenderer()
+
+
+def render(data: Any, *, status: int = 200) -> HttpResponse:
+    """``data`` as the bytes DRF's JSON renderer sends, outside DRF's (synchronous) dispatch."""
+    return HttpResponse(_renderer.render(data), status=status, content_type="application/json")
 
 
 class HealthView(APIView):
-    """``GET /healthz``: the process is alive."""
+    """``GET /healthz``: the process is alive (``HEAD`` too, for probes that send it)."""
 
-    http_method_names = ["get"]
+    http_method_names = ["get", "head"]
 
-    @extend_schema(exclude=True)
+    @extend_schema(
+        operation_id="healthz",
+        responses={200: HealthResponseSerializer, **error_responses("Health", ANY_ENDPOINT)},
+    )
     def get(self, request: Request) -> Response:
-        return Response({"ok": True, "data": {"status": "alive"}})
+        return Response(HealthResponseSerializer({"status": "alive"}).data)
 
 
 class ReadyView(APIView):
-    """``GET /readyz``: the database and every configured runtime answer."""
+    """``GET /readyz`` (``HEAD`` too): the database answers and every configured runtime is up
+    (within a second, whatever the runtimes are doing: see ``gateway.health``)."""
 
-    http_method_names = ["get"]
+    http_method_names = ["get", "head"]
 
-    @extend_schema(exclude=True)
+    @extend_schema(
+        operation_id="readyz",
+        responses={
+            200: ReadyResponseSerializer,
+            **error_responses("Ready", ANY_ENDPOINT, {503: ("not_ready",)}),
+        },
+    )
     def get(self, request: Request) -> Response:
-        checks: dict[str, str] = {}
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-            checks["database"] = "ok"
-        except Exception as exc:  # any failure means not ready
-            checks["database"] = f"error: {exc}"
-        for endpoint, _models in runtime.iter_endpoints():
-            try:
-                runtime.list_models(endpoint)
-                checks[f"runtime:{endpoint.name}"] = "ok"
-            except ApiError as err:
-                checks[f"runtime:{endpoint.name}"] = err.error
-        if all(value == "ok" for value in checks.values()):
-            return Response({"ok": True, "data": {"status": "ready", "checks": checks}})
-        raise ApiError(
-            503, "not_ready", "A dependency is not available.", details={"checks": checks}
-        )
+        checks = health.readiness()
+        if all(state in health.UP for state in checks.values()):
+            return Response(ReadyResponseSerializer({"status": "ready", "checks": checks}).data)
+        raise NotReady(details={"checks": checks})

@@ -15,8 +15,8 @@
    exits on its own, the others are stopped and this exits 1.
 
 Environment read here (besides the service's own settings): ``HOST`` (default 127.0.0.1)
-and ``PORT`` (8000) of the web server, ``WEB_CONCURRENCY`` and ``GUNICORN_THREADS`` (see
-``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_PORT`` (8089) and
+and ``PORT`` (8000) of the web server, ``WEB_CONCURRENCY`` and ``GUNICORN_WORKER_CONNECTIONS``
+(see ``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_PORT`` (8089) and
 ``EMBEDDED_RUNTIME_THREADS`` (1).
 """
 
@@ -129,14 +129,14 @@ def ensure_demo_key(path: Path) -> tuple[str, bool]:
     """
     from django.core.management import call_command
 
+    from core.exceptions import InvalidApiKey
     from gateway import services
-    from gateway.errors import ApiError
 
     if path.exists():
         plain = path.read_text().strip()
         try:
             api_key = services.api_key_authenticate(plain)
-        except ApiError:
+        except InvalidApiKey:
             api_key = None
         if api_key is not None and set(DEMO_SCOPES) <= set(api_key.scopes):
             return plain, False

@@ -1,17 +1,41 @@
 """Shared fixtures: a real loopback model runtime, keys and an API client."""
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection
+from django.test import AsyncClient
 from rest_framework.test import APIClient
 
-from gateway import routing, services
+from gateway import health, routing, services
 from gateway import runtime as runtime_client
+from tests.factories import wait_for
+from tests.live import (
+    Cluster,
+    RedisServer,
+    WebServer,
+    service_env,
+    wait_for_other_sessions_to_end,
+)
 from tests.runtime_server import RuntimeServer
 
-# The PostgreSQL backend's own tests exist only when the suite runs on PostgreSQL.
-collect_ignore = [] if connection.vendor == "postgresql" else ["test_postgresql_backend.py"]
+# Tests of one database exist only when the suite runs on that database. The fault tests
+# run real processes for seconds each: those of the jobs run once, on the production
+# database; the soak of the embedded database runs on SQLite.
+ONLY_ON = {
+    "postgresql": (
+        "test_postgresql_backend.py",
+        "test_postgresql_pool.py",
+        "test_faults.py",
+        "test_faults_postgresql.py",
+    ),
+    "sqlite": ("test_faults_sqlite.py",),
+}
+collect_ignore = [
+    name for vendor, names in ONLY_ON.items() if vendor != connection.vendor for name in names
+]
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +68,11 @@ def runtime(runtime_server: RuntimeServer, settings) -> Iterator[RuntimeServer]:
     settings.RUNTIME_READ_TIMEOUT = 5.0
     routing.clear_cache()
     runtime_client.forget_tokenizers()
+    health.forget()
     yield runtime_server
     routing.clear_cache()
     runtime_client.forget_tokenizers()
+    health.forget()
 
 
 @pytest.fixture
@@ -71,6 +97,46 @@ def api_client() -> APIClient:
     return APIClient()
 
 
+class AsgiClient:
+    """Django's AsyncClient with the sync client's calling style: a request takes the ASGI
+    path (the async middleware chain, the view awaited on an event loop), as under the
+    production server."""
+
+    def __init__(self) -> None:
+        self._client = AsyncClient()
+
+    def __getattr__(self, method: str):
+        return async_to_sync(getattr(self._client, method))
+
+
+@pytest.fixture
+def asgi_client() -> AsgiClient:
+    return AsgiClient()
+
+
+@pytest.fixture
+def asgi_server(runtime, unused_port, transactional_db) -> Iterator[tuple[str, int]]:
+    """The production request path: uvicorn serving config.asgi, in a thread of this process
+    (it shares the test's settings and database); yields its host and port."""
+    import threading
+
+    import uvicorn
+
+    from config.asgi import application
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            application, host="127.0.0.1", port=unused_port, lifespan="off", log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, what="uvicorn to start")
+    yield "127.0.0.1", unused_port
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
 @pytest.fixture
 def agent_client(api_key: str) -> APIClient:
     """A client that sends ``Authorization: Bearer <key>`` on every request."""
@@ -93,3 +159,122 @@ def unused_port() -> int:
 def sync_queue(settings):
     """django-q2 runs each task inline when it is enqueued (its sync mode)."""
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "sync": True}
+
+
+# --- The admin --------------------------------------------------------------------------
+
+STAFF_PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def plain_static_storage(settings):
+    """Admin pages link static files; the manifest storage would need collectstatic first."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def superuser(db):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_superuser("boss", "boss@example.com", STAFF_PASSWORD)
+
+
+@pytest.fixture
+def staff_client(client, superuser, plain_static_storage):
+    """A client logged in through the admin's own login form."""
+    from django.urls import reverse
+
+    response = client.post(
+        reverse("admin:login"),
+        {"username": "boss", "password": STAFF_PASSWORD, "next": reverse("admin:index")},
+    )
+    assert response.status_code == 302, response.content
+    assert response["Location"] == reverse("admin:index")
+    return client
+
+
+# --- The service as real processes (tests/live.py) ---------------------------------------
+
+
+@pytest.fixture
+def start_cluster(runtime, tmp_path) -> Iterator[Callable[..., Cluster]]:
+    """Starts qclusters on the test database that call the loopback runtime (or
+    ``MODEL_RUNTIME_URL=...``); stops them all at the end."""
+    clusters: list[Cluster] = []
+
+    def start(**extra_env: str) -> Cluster:
+        env = service_env(runtime.url, **extra_env)
+        cluster = Cluster(env, tmp_path / f"qcluster-{len(clusters)}.log")
+        clusters.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in clusters:
+        cluster.kill()  # a test's end: nothing to finish, and a clean stop costs seconds
+    wait_for_other_sessions_to_end()
+
+
+@pytest.fixture
+def start_web(runtime, tmp_path) -> Iterator[Callable[..., WebServer]]:
+    """Starts the production web server on the test database; stops it at the end."""
+    servers: list[WebServer] = []
+
+    def start(**extra_env: str) -> WebServer:
+        env = service_env(runtime.url, **extra_env)
+        server = WebServer(env, tmp_path / f"web-{len(servers)}.log")
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.kill()
+    wait_for_other_sessions_to_end()
+
+
+@pytest.fixture
+def redis_server(tmp_path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own (the shared one is never restarted by tests)."""
+    server = RedisServer(tmp_path / "redis.log")
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def use_redis_broker(monkeypatch) -> Iterator[Callable[[str], dict[str, str]]]:
+    """``use_redis_broker(url)``: this process enqueues on Redis at ``url`` under a cluster
+    name of this test's own; returns the environment of clusters that serve that queue.
+
+    django-q2 reads its broker settings once, at import, into ``Conf``: this process was
+    configured for the database broker, so the test switches ``Conf`` itself.
+    """
+    from django_q.conf import Conf
+
+    used: list[tuple[str, str]] = []
+
+    def use(url: str) -> dict[str, str]:
+        name = f"llmgw-test-{uuid.uuid4().hex[:10]}"
+        for attr, value in {
+            "ORM": None,
+            "REDIS": url,
+            "BROKER_CLASS": "agents.broker.RedisBroker",
+            "PREFIX": name,
+            "CLUSTER_NAME": name,
+        }.items():
+            monkeypatch.setattr(Conf, attr, value)
+        used.append((url, name))
+        return {"REDIS_URL": url, "Q_CLUSTER_NAME": name}
+
+    yield use
+    import redis
+
+    for url, name in used:
+        try:
+            client = redis.from_url(url)
+            keys = list(client.scan_iter(f"django_q:{name}:*"))
+            if keys:
+                client.delete(*keys)
+        except redis.ConnectionError:
+            pass  # a server of the test's own, gone with it

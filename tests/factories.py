@@ -22,6 +22,8 @@ def default_profile() -> AgentProfile:
     if profile is None:
         migration = importlib.import_module("agents.migrations.0003_default_profile_and_reaper")
         migration.create_default_profile(apps, None)
+        update = importlib.import_module("agents.migrations.0004_prompt_style")
+        update.update_default_profile(apps, None)
         profile = AgentProfile.objects.get(name="default")
     return profile
 

@@ -3,17 +3,24 @@
 The test suite and the benchmarks talk to it over real sockets instead of patching
 ``requests``. One port serves, at the same time:
 
-* Ollama's API: ``POST /api/generate`` (streaming by default, as NDJSON), ``GET /api/tags``,
-  ``GET /api/version``, ``GET /`` and ``POST /api/tokenize``;
+* Ollama's API: ``POST /api/generate`` and ``POST /api/chat`` (streaming by default, as
+  NDJSON), ``GET /api/tags``, ``GET /api/version``, ``GET /``, ``POST /api/tokenize`` and
+  ``POST /api/embed``;
 * the OpenAI-compatible API as llama.cpp, llama-cpp-python and vLLM serve it:
   ``POST /v1/completions``, ``POST /v1/chat/completions`` (streaming as server-sent events
   when asked), ``GET /v1/models``, ``POST /tokenize`` (llama.cpp) and
-  ``POST /extras/tokenize`` / ``POST /extras/tokenize/count`` (llama-cpp-python).
+  ``POST /extras/tokenize`` / ``POST /extras/tokenize/count`` (llama-cpp-python) and
+  ``POST /v1/embeddings``.
+
+Embeddings are a hashed bag of words (:func:`word_vector`): texts that share words are
+close, others are not. :attr:`RuntimeServer.embed_error` makes the embedding endpoints
+answer an error instead.
 
 What a generate call answers is decided by :attr:`RuntimeServer.script`, which may return a
 :class:`Reply` to simulate errors (e.g. a busy runtime's 503), hanging runtimes (``delay``)
-and slow generation (``chunk_delay``). Every request is recorded in
-:attr:`RuntimeServer.requests`.
+and slow generation (``chunk_delay``). With :attr:`RuntimeServer.context_length` set, a
+prompt that does not fit is refused as llama.cpp, llama-cpp-python, vLLM or Ollama word it.
+Every request is recorded in :attr:`RuntimeServer.requests`.
 
 Example::
 
@@ -42,10 +49,13 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Recorded", "Reply", "RuntimeServer", "split_chunks", "token_ids"]
+__all__ = ["Recorded", "Reply", "RuntimeServer", "split_chunks", "token_ids", "word_vector"]
 
 #: Paths of the calls that generate text (what ``generate_requests()`` returns).
-GENERATE_PATHS = frozenset({"/api/generate", "/v1/completions", "/v1/chat/completions"})
+GENERATE_PATHS = frozenset(
+    {"/api/generate", "/api/chat", "/v1/completions", "/v1/chat/completions"}
+)
+CHAT_PATHS = frozenset({"/api/chat", "/v1/chat/completions"})
 
 _OK, _STOPPED, _DISCONNECTED = "ok", "stopped", "disconnected"
 _POLL_SLICE = 0.02  # seconds; how often a waiting reply checks for stop() and client hang-ups
@@ -137,12 +147,23 @@ def token_ids(text: str) -> list[int]:
     return [zlib.crc32(word.encode()) % 32000 + 1 for word in text.split()]
 
 
+EMBEDDING_DIMENSION = 32
+
+
+def word_vector(text: str) -> list[float]:
+    """A stable fake embedding: each lowercased word adds 1 at a hashed position."""
+    vector = [0.0] * EMBEDDING_DIMENSION
+    for word in re.findall(r"\w+", text.lower()):
+        vector[zlib.crc32(word.encode()) % EMBEDDING_DIMENSION] += 1.0
+    return vector
+
+
 def prompt_of(path: str, body: dict | None) -> str:
-    """The prompt of a generate call: the ``prompt`` field, or for chat completions the
-    content of the last user message. Raises ``ValueError`` when the body has no usable one."""
+    """The prompt of a generate call: the ``prompt`` field, or for chat calls the content
+    of the last user message. Raises ``ValueError`` when the body has no usable one."""
     if body is None:
         raise ValueError("request body is not a JSON object")
-    if path == "/v1/chat/completions":
+    if path in CHAT_PATHS:
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise ValueError("'messages' must be a list")
@@ -196,6 +217,7 @@ class _ClientGone(Exception):
 _ROUTES: dict[str, tuple[frozenset[str], str, bool]] = {
     "/": (frozenset({"GET"}), "_root", False),
     "/api/generate": (frozenset({"POST"}), "_ollama_generate", False),
+    "/api/chat": (frozenset({"POST"}), "_ollama_chat", False),
     "/api/tags": (frozenset({"GET"}), "_ollama_tags", False),
     "/api/version": (frozenset({"GET"}), "_ollama_version", False),
     "/api/tokenize": (frozenset({"POST"}), "_ollama_tokenize", True),
@@ -205,6 +227,8 @@ _ROUTES: dict[str, tuple[frozenset[str], str, bool]] = {
     "/tokenize": (frozenset({"POST"}), "_llamacpp_tokenize", True),
     "/extras/tokenize": (frozenset({"POST"}), "_extras_tokenize", True),
     "/extras/tokenize/count": (frozenset({"POST"}), "_extras_tokenize_count", True),
+    "/api/embed": (frozenset({"POST"}), "_ollama_embed", False),
+    "/v1/embeddings": (frozenset({"POST"}), "_openai_embeddings", False),
 }
 
 
@@ -461,14 +485,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._error(400, str(exc), openai=openai)
             return None
+        if self._over_context(prompt, body, openai=openai):
+            return None
         stream = bool(body.get("stream", stream_default))
         reply = self.runtime._reply_for(prompt, body)
         if reply.delay > 0:
             outcome = self._pause(reply.delay)
             if outcome != _OK:
-                if stream:
-                    self._stream_cut(outcome)
-                raise _ClientGone
+                self._stream_cut(outcome)
         if reply.status != 200:
             self._error(reply.status, reply.error or "error", openai=openai, kind="server_error")
             return None
@@ -482,6 +506,49 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return model, prompt, reply, stream, prompt_tokens, completion_tokens
 
+    def _over_context(self, prompt: str, body: dict, *, openai: bool) -> bool:
+        """With :attr:`RuntimeServer.context_length` set, answers a prompt (plus the answer's
+        room) that does not fit the way the runtime of :attr:`context_style` does."""
+        limit = self.runtime.context_length
+        if limit is None:
+            return False
+        prompt_tokens = len(prompt.split())
+        options = body.get("options") if isinstance(body.get("options"), dict) else {}
+        room = body.get("max_tokens", options.get("num_predict", 0))
+        room = room if isinstance(room, int) and room > 0 else 0
+        total = prompt_tokens + room
+        if total <= limit:
+            return False
+        style = self.runtime.context_style if openai else "ollama"
+        if style == "ollama":
+            self._json(400, {"error": "the input length exceeds the context length"})
+        elif style == "llama.cpp":
+            message = (
+                f"request ({total} tokens) exceeds the available context size ({limit} tokens),"
+                " try increasing it"
+            )
+            error = {"code": 400, "message": message, "type": "exceed_context_size_error"}
+            self._json(400, {"error": {**error, "n_prompt_tokens": total, "n_ctx": limit}})
+        elif style == "llama-cpp-python":
+            message = (
+                f"This model's maximum context length is {limit} tokens, however you requested "
+                f"{total} tokens ({prompt_tokens} in your prompt; {room} for the completion). "
+                "Please reduce your prompt; or completion length."
+            )
+            error = {"message": message, "type": "invalid_request_error"}
+            self._json(400, {"error": {**error, "code": "context_length_exceeded"}})
+        else:  # vllm
+            message = (
+                f"This model's maximum context length is {limit} tokens. However, you "
+                f"requested {total} tokens ({prompt_tokens} in the messages, {room} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+            self._json(
+                400,
+                {"object": "error", "message": message, "type": "BadRequestError", "code": 400},
+            )
+        return True
+
     def _model_not_found(self, model: str, *, openai: bool) -> None:
         if openai:
             error = {
@@ -493,17 +560,27 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": f"model '{model}' not found, try pulling it first"})
 
-    def _ollama_generate(self, body: dict) -> None:
-        prepared = self._prepare("/api/generate", body, openai=False, stream_default=True)
+    def _ollama_chat(self, body: dict) -> None:
+        self._ollama_generate(body, chat=True)
+
+    def _ollama_generate(self, body: dict, *, chat: bool = False) -> None:
+        path = "/api/chat" if chat else "/api/generate"
+        prepared = self._prepare(path, body, openai=False, stream_default=True)
         if prepared is None:
             return
         model, _, reply, stream, prompt_tokens, completion_tokens = prepared
 
+        def text(piece: str) -> dict[str, Any]:
+            if chat:
+                return {"message": {"role": "assistant", "content": piece}}
+            return {"response": piece}
+
         def stats() -> dict[str, Any]:
             total = max(1, int((time.monotonic() - self._started) * 1e9))
+            # /api/generate hands back a context to continue from; /api/chat has none.
             return {
                 "done_reason": reply.finish_reason,
-                "context": [1, 2, 3],
+                **({} if chat else {"context": [1, 2, 3]}),
                 "total_duration": total,
                 "load_duration": 1000,
                 "prompt_eval_count": prompt_tokens,
@@ -518,7 +595,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "model": model,
                     "created_at": _now_iso(),
-                    "response": reply.text,
+                    **text(reply.text),
                     "done": True,
                     **stats(),
                 },
@@ -527,9 +604,9 @@ class _Handler(BaseHTTPRequestHandler):
 
         def lines() -> Iterable[bytes]:
             for piece in split_chunks(reply.text, reply.chunks):
-                obj = {"model": model, "created_at": _now_iso(), "response": piece, "done": False}
+                obj = {"model": model, "created_at": _now_iso(), **text(piece), "done": False}
                 yield _dumps(obj) + b"\n"
-            final = {"model": model, "created_at": _now_iso(), "response": "", "done": True}
+            final = {"model": model, "created_at": _now_iso(), **text(""), "done": True}
             yield _dumps({**final, **stats()}) + b"\n"
 
         self._stream("application/x-ndjson", lines(), reply)
@@ -613,7 +690,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _root(self, body: dict | None) -> None:
         self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
 
+    def _models_pause(self) -> None:
+        """A runtime busy generating answers its model list late (llama-cpp-python holds
+        one lock for both): :attr:`RuntimeServer.models_delay`."""
+        if self.runtime.models_delay > 0 and self._pause(self.runtime.models_delay) != _OK:
+            raise _ClientGone
+
     def _ollama_tags(self, body: dict | None) -> None:
+        self._models_pause()
         models = [
             {"name": m, "model": m, "size": 1, "details": {}} for m in sorted(self.runtime.models)
         ]
@@ -623,6 +707,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"version": "0.0.0-test"})
 
     def _openai_models(self, body: dict | None) -> None:
+        self._models_pause()
         data = [
             {"id": m, "object": "model", "created": 0, "owned_by": "test"}
             for m in sorted(self.runtime.models)
@@ -661,6 +746,42 @@ class _Handler(BaseHTTPRequestHandler):
         if text is not None:
             self._json(200, {"count": len(text.split())})
 
+    def _embed_inputs(self, body: dict, *, openai: bool) -> list[str] | None:
+        """The texts to embed, or None after answering an error."""
+        error = self.runtime.embed_error
+        if error is not None:
+            self._error(error.status, error.error or "embedding failed", openai=openai)
+            return None
+        model = body.get("model")
+        if not isinstance(model, str) or not self.runtime._knows(model, ollama=not openai):
+            self._model_not_found(str(model), openai=openai)
+            return None
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._error(400, "'input' must be a string or a list of strings", openai=openai)
+            return None
+        return texts
+
+    def _ollama_embed(self, body: dict) -> None:
+        texts = self._embed_inputs(body, openai=False)
+        if texts is not None:
+            vectors = [word_vector(text) for text in texts]
+            self._json(200, {"model": body["model"], "embeddings": vectors})
+
+    def _openai_embeddings(self, body: dict) -> None:
+        texts = self._embed_inputs(body, openai=True)
+        if texts is not None:
+            data = [
+                {"object": "embedding", "index": index, "embedding": word_vector(text)}
+                for index, text in enumerate(texts)
+            ]
+            tokens = sum(len(text.split()) for text in texts)
+            usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+            self._json(
+                200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
+            )
+
 
 class RuntimeServer:
     """A fake model runtime on a real loopback socket (see the module docstring).
@@ -680,11 +801,20 @@ class RuntimeServer:
         self.models: set[str] = set(models)
         self.script: Script | None = None
         self.tokenizer: bool = True
+        #: A context size in tokens (words here): longer prompts, with the answer's room,
+        #: are refused as :attr:`context_style` words it on the OpenAI-compatible paths
+        #: (``llama.cpp``, ``llama-cpp-python`` or ``vllm``); Ollama's wording on its own.
+        self.context_length: int | None = None
+        #: Seconds before the model list (/api/tags, /v1/models) is answered.
+        self.models_delay: float = 0.0
+        self.context_style: str = "llama.cpp"
+        #: When set, the embedding endpoints answer this error (its status and message).
+        self.embed_error: Reply | None = None
         #: Extra headers of every answer (e.g. ``Set-Cookie``).
         self.response_headers: dict[str, str] = {}
         self.requests: list[Recorded] = []
-        #: Streamed responses whose client hung up before the end (during the initial
-        #: ``delay`` or between chunks; not when ``stop()`` cut them).
+        #: Generate calls whose client hung up before the end (during the ``delay``, or
+        #: between the chunks of a stream; not when ``stop()`` cut them).
         self.closed_early: int = 0
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
@@ -763,6 +893,10 @@ class RuntimeServer:
         self.script = None
         self.models = set(self._initial_models)
         self.tokenizer = True
+        self.context_length = None
+        self.context_style = "llama.cpp"
+        self.models_delay = 0.0
+        self.embed_error = None
         self.response_headers = {}
 
     # -- inspection ------------------------------------------------------------------------

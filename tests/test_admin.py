@@ -24,35 +24,13 @@ from gateway.models import ApiKey, RuntimeEndpoint, UsageRecord
 pytestmark = pytest.mark.django_db
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-PASSWORD = "correct horse battery staple"
 PLAIN_KEY = re.compile(r"llmgw_[a-z0-9]{12}_[A-Za-z0-9]{40}")
 REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)
 
 
 @pytest.fixture(autouse=True)
-def plain_static_storage(settings):
-    """Admin pages link static files; the manifest storage would need collectstatic first."""
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-
-
-@pytest.fixture
-def superuser(db):
-    return get_user_model().objects.create_superuser("boss", "boss@example.com", PASSWORD)
-
-
-@pytest.fixture
-def staff_client(client, superuser):
-    """A client logged in through the admin's own login form."""
-    response = client.post(
-        reverse("admin:login"),
-        {"username": "boss", "password": PASSWORD, "next": reverse("admin:index")},
-    )
-    assert response.status_code == 302, response.content
-    assert response["Location"] == reverse("admin:index")
-    return client
+def _plain_static(plain_static_storage):
+    """Every page of this module links static files."""
 
 
 # --- One object of any model ------------------------------------------------------------
@@ -237,12 +215,17 @@ def test_adding_a_key_in_the_admin_shows_the_plain_key_once(staff_client, superu
     assert api_key.allowed_models == ["test-model", "other-model"]
     assert api_key.rate_limit_per_minute == 30
 
-    plain_keys = [key for m in response.context["messages"] for key in PLAIN_KEY.findall(str(m))]
+    page = response.content.decode()
+    plain_keys = PLAIN_KEY.findall(page)
     assert len(plain_keys) == 1
     [plain] = plain_keys
     assert keys.prefix_of(plain) == api_key.prefix
     assert keys.matches(plain, api_key.key_hash)
-    assert response.content.decode().count(plain) == 1
+    assert 'data-copy-target="plain-key"' in page
+    assert "no-store" in response["Cache-Control"]
+    # Rendered in the answer itself: no message (cookie or session) carries the key.
+    assert not any(PLAIN_KEY.search(str(m)) for m in response.context["messages"])
+    assert not PLAIN_KEY.search(str(response.cookies))
 
     change = reverse("admin:gateway_apikey_change", args=(api_key.pk,))
     for url in (reverse("admin:gateway_apikey_changelist"), change):
@@ -270,13 +253,20 @@ def test_the_admin_never_shows_the_key_hash(staff_client, superuser):
 def test_the_admin_records_the_new_key_in_its_history(staff_client, superuser):
     from django.contrib.admin.models import ADDITION, LogEntry
 
-    response = _add_key(staff_client, superuser, _continue="1")
+    response = _add_key(staff_client, superuser)
     api_key = ApiKey.objects.get(name="ci-runner")
-    assert response.redirect_chain[-1][0] == reverse(
-        "admin:gateway_apikey_change", args=(api_key.pk,)
-    )
+    change = reverse("admin:gateway_apikey_change", args=(api_key.pk,))
+    assert change.encode() in response.content
     entry = LogEntry.objects.get(action_flag=ADDITION)
     assert entry.object_id == str(api_key.pk)
+
+
+def test_the_add_form_takes_its_rate_limit_from_the_setting_the_command_uses(
+    staff_client, settings
+):
+    settings.DEFAULT_KEY_RATE_LIMIT = 42
+    page = staff_client.get(reverse("admin:gateway_apikey_add"))
+    assert page.context["adminform"].form.initial["rate_limit_per_minute"] == 42
 
 
 def test_the_admin_refuses_a_key_without_a_scope(staff_client, superuser):
@@ -311,11 +301,15 @@ def test_the_revoke_action_revokes_the_selected_keys(staff_client, make_key):
     first, first_plain = make_key(name="first")
     second, _ = make_key(name="second")
     kept, kept_plain = make_key(name="kept")
-    response = staff_client.post(
-        reverse("admin:gateway_apikey_changelist"),
-        {"action": "revoke_selected", "_selected_action": [first.pk, second.pk]},
-        follow=True,
-    )
+    changelist = reverse("admin:gateway_apikey_changelist")
+    selected = {"action": "revoke_selected", "_selected_action": [first.pk, second.pk]}
+    confirmation = staff_client.post(changelist, selected)
+    assert confirmation.status_code == 200
+    assert b'id="revoke-confirm"' in confirmation.content
+    first.refresh_from_db()
+    assert first.revoked_at is None  # nothing happens before the confirmation
+
+    response = staff_client.post(changelist, {**selected, "post": "yes"}, follow=True)
     assert response.status_code == 200
     assert [str(m) for m in response.context["messages"]] == ["Revoked 2 key(s)."]
     first.refresh_from_db()
@@ -334,7 +328,7 @@ def test_the_revoke_action_leaves_an_already_revoked_key_as_it_was(staff_client,
     revoked_at = ApiKey.objects.get(pk=api_key.pk).revoked_at
     response = staff_client.post(
         reverse("admin:gateway_apikey_changelist"),
-        {"action": "revoke_selected", "_selected_action": [api_key.pk]},
+        {"action": "revoke_selected", "_selected_action": [api_key.pk], "post": "yes"},
         follow=True,
     )
     assert [str(m) for m in response.context["messages"]] == ["Revoked 0 key(s)."]

@@ -1,4 +1,8 @@
-"""POST /api.php: the stateless model endpoint, against a real loopback runtime."""
+"""POST /api.php: the stateless model endpoint, against a real loopback runtime.
+
+Every test runs twice: through the WSGI request path (Django's test client) and through the
+ASGI one that the production server takes (Django's AsyncClient).
+"""
 
 import json
 from datetime import timedelta
@@ -12,6 +16,11 @@ from tests.envelope import assert_error
 from tests.runtime_server import Reply
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=["wsgi", "asgi"])
+def api_client(request):
+    return request.getfixturevalue("asgi_client" if request.param == "asgi" else "api_client")
 
 
 def call(client, body, **kwargs):

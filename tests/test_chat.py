@@ -11,6 +11,7 @@ from agents.models import AgentProfile, Job, JobStatus, Step
 from conversations import services, tokens
 from conversations.models import Conversation, Message
 from gateway import runtime as runtime_client
+from tests.factories import default_profile
 
 pytestmark = pytest.mark.django_db
 
@@ -247,7 +248,8 @@ def test_a_fact_from_message_37_of_5000_reaches_the_prompt_by_the_agents_own_ret
         ("model_call", "reply"),
     ]
     search = Step.objects.get(job_id=data["job_id"], name="search_history")
-    assert search.input["arguments"]["query"] == "locker code"
+    assert search.input["arguments"]["query"] == "What is my locker code?"
+    assert search.output["result"]["mode"] == "hybrid"
     assert search.output["result"]["messages"][0]["seq"] == 37
 
 
@@ -280,18 +282,70 @@ def test_a_fact_from_message_37_reaches_the_prompt_when_the_model_asks_for_searc
     assert model_search.output["result"]["messages"][0]["seq"] == 37
 
 
-def test_the_prompt_says_how_many_earlier_messages_are_not_shown_and_names_the_tools(
-    chat, runtime, owner_key
-):
+VAULT = "Please keep this safe: the vault code is 5-1-7-3-9."
+
+
+def test_long_recent_messages_leave_room_for_the_message_retrieval_found(chat, runtime, owner_key):
+    """Pastes of about 1,100 tokens each at the end of the history (default profile,
+    2,048-token window) no longer crowd out the message the agent's search found."""
+    paste = " ".join(["lorem"] * 550)  # 1,100 tokens by the heuristic
+    contents = {1: VAULT, 2: "Noted."}
+    contents.update({seq: f"Log paste {seq}: {paste}" for seq in range(37, 41)})
+    long_conversation(owner_key, 40, facts=contents)
+    runtime.script = lambda prompt, body: "It is 5-1-7-3-9." if VAULT in prompt else "No idea."
+    data = chat("What is the vault code I told you at the start?")
+    assert reply_of(data["job_id"]) == "It is 5-1-7-3-9."
+    prompt = runtime.prompts()[0]
+    assert "#1 User: " + VAULT in prompt
+    assert "[message cut: about " in prompt  # the newest paste, clipped in the prompt only
+    built = Step.objects.filter(job_id=data["job_id"], name="build_context").last()
+    assert built.output["retrieved_messages"] >= 1
+    assert 1 in built.output["retrieved_seqs"]
+    [clipped] = built.output["clipped"]
+    assert clipped["part"] == "recent" and clipped["seq"] in (39, 40)
+    assert clipped["shown_tokens"] < clipped["tokens"]
+    assert built.output["used_tokens"] <= built.output["budget"]
+    stored = Message.objects.get(conversation_id=data["conversation_id"], seq=clipped["seq"])
+    assert stored.content.endswith(paste)  # clipped in the prompt, never in storage
+
+
+def test_the_prompt_says_how_many_earlier_messages_are_not_shown(chat, runtime, owner_key):
     long_conversation(owner_key, 300)
     runtime.script = replying
     chat("What about the garden?")
     prompt = runtime.prompts()[0]
-    hidden = int(re.search(r"\((\d+) earlier messages are not shown here\.", prompt).group(1))
+    hidden = int(re.search(r"\((\d+) earlier messages are not shown here\.\)", prompt).group(1))
     shown = len(re.findall(r"^(?:#\d+ )?(?:User|Assistant): Message \d+", prompt, re.M))
     assert hidden + shown == 300
-    assert "- search_history:" in prompt
-    assert "- read_history:" in prompt
+    # The default profile's base model gets no tool list; its agent retrieves by itself.
+    assert "search_history" not in prompt
+    assert ("tool_call", "search_history") in step_names(Job.objects.get().pk)
+
+
+def test_a_chat_models_system_message_says_what_is_hidden_and_names_the_tools(
+    chat, runtime, owner_key
+):
+    small_profile(prompt_style="chat", context_window=2048, answer_reserve=256)
+    long_conversation(owner_key, 300)
+    runtime.script = lambda prompt, body: "Fine."
+    chat("What about the garden?", profile="small")
+    request = runtime.generate_requests()[0]  # (the second folds history into the summary)
+    assert request.path == "/api/chat"
+    system, *turns = request.body["messages"]
+    assert system["role"] == "system"
+    hidden = int(re.search(r"\((\d+) earlier messages are not shown here\.", system["content"])[1])
+    retrieved = re.findall(r"^#\d+ (?:User|Assistant): Message \d+", system["content"], re.M)
+    recent = [m for m in turns if m["content"].startswith("Message ")]
+    assert hidden + len(retrieved) + len(recent) == 300
+    assert "- search_history:" in system["content"]
+    assert "- read_history:" in system["content"]
+    assert turns[-1] == {"role": "user", "content": "What about the garden?"}
+    # The summary is asked as one instruction.
+    summarize = runtime.generate_requests()[1]
+    assert summarize.path == "/api/chat"
+    [asked] = summarize.body["messages"]
+    assert asked["role"] == "user"
+    assert asked["content"].endswith("Updated summary:")
 
 
 def test_a_summary_is_produced_and_then_used(chat, runtime, owner_key):
@@ -478,6 +532,7 @@ def test_chats_posted_from_threads_share_one_conversation_and_lose_nothing(
     from django.db import connection
     from rest_framework.test import APIClient
 
+    default_profile()  # an earlier transactional test's flush may have removed it
     _, plain = make_key(name="threads")
     results: list[dict] = []
     errors: list[BaseException] = []

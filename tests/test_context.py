@@ -351,3 +351,35 @@ def test_the_cost_of_a_context_does_not_grow_with_the_history(owner):
         assert not context.fits
         assert all("LIMIT" in q["sql"] or "COUNT" in q["sql"] for q in queries.captured_queries)
     assert counts[0] == counts[1]
+
+
+def test_a_retrieved_message_too_long_for_its_share_is_clipped_around_the_question(owner):
+    conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
+    words = ["pad"] * 600
+    words[400:403] = ["the", "boiler", "code is 7741"]
+    text = " ".join(words)
+    long = Item(seq=3, role="user", content=text, tokens=tokens.estimate(text))
+    context = build(conversation, profile(), "boiler code?", retrieved=[long], focus=["boiler"])
+    [shown] = context.retrieved
+    assert shown.seq == 3 and shown.clipped_from == long.tokens
+    assert "boiler code is 7741" in shown.content
+    assert shown.content.startswith("… pad")
+    assert "[message cut: about " in shown.content
+    assert 'read_history with {"before_seq": 4, "limit": 1} loads it whole]' in shown.content
+    assert shown.line(numbered=True) in context.prompt
+    assert context.used <= context.budget
+    assert context.stats()["clipped"] == [
+        {"seq": 3, "part": "retrieved", "tokens": long.tokens, "shown_tokens": shown.tokens}
+    ]
+    stored = Message.objects.get(conversation=conversation, seq=3)
+    assert "boiler" not in stored.content  # clipping never touches storage
+
+
+def test_retrieved_messages_keep_their_room_when_the_recent_ones_are_long(owner):
+    paste = " ".join(["lorem"] * 500)
+    conversation = conversation_with(owner, ["the gate code is 1234", "ok", paste, paste])
+    fact = Item(seq=1, role="user", content="the gate code is 1234", tokens=6)
+    context = build(conversation, profile(), "gate code?", retrieved=[fact])
+    assert [item.seq for item in context.retrieved] == [1]
+    assert context.recent and context.recent[-1].clipped_from  # the newest paste, clipped
+    assert context.used <= context.budget

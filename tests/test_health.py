@@ -6,6 +6,7 @@ from django.urls import include, path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from gateway import routing
 from gateway.models import ModelRoute, RuntimeEndpoint
 from tests.envelope import assert_error
 
@@ -33,8 +34,8 @@ urlpatterns = [
     path("test/crash-django", crashing_django_view),
     path("", include("config.urls")),
 ]
-handler404 = "gateway.errors.handler404"
-handler500 = "gateway.errors.handler500"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"
 
 
 def test_healthz_answers_alive_in_the_envelope(client):
@@ -56,6 +57,34 @@ def test_readyz_answers_ready_when_the_database_and_the_runtime_answer(client, r
     assert body["data"]["status"] == "ready"
     assert body["data"]["checks"] == {"database": "ok", "runtime:default": "ok"}
     assert [r.path for r in runtime.requests] == ["/api/tags"]
+
+
+def test_readyz_counts_a_runtime_too_busy_to_answer_as_up(client, runtime, settings):
+    runtime.models_delay = 5
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["checks"] == {"database": "ok", "runtime:default": "busy"}
+
+
+def test_readyz_trusts_a_good_answer_for_a_few_seconds(client, runtime, settings):
+    settings.READYZ_CACHE_SECONDS = 60
+    for _ in range(3):
+        assert client.get("/readyz").status_code == 200
+    assert [r.path for r in runtime.requests] == ["/api/tags"]
+    settings.READYZ_CACHE_SECONDS = 0
+    assert client.get("/readyz").status_code == 200
+    assert [r.path for r in runtime.requests] == ["/api/tags", "/api/tags"]
+
+
+def test_readyz_does_not_remember_a_bad_answer(client, runtime, settings, unused_port):
+    settings.READYZ_CACHE_SECONDS = 60
+    real = settings.MODEL_RUNTIME_URL
+    settings.MODEL_RUNTIME_URL = f"http://127.0.0.1:{unused_port}"
+    routing.clear_cache()
+    assert_error(client.get("/readyz"), 503, "not_ready")
+    settings.MODEL_RUNTIME_URL = real
+    routing.clear_cache()
+    assert client.get("/readyz").status_code == 200
 
 
 def test_readyz_answers_not_ready_when_the_runtime_is_down(client, runtime, settings, unused_port):

@@ -12,12 +12,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents import services, tasks
+from agents import recovery, services, tasks, worker
 from agents.context import JobContext
 from agents.models import Job, JobStatus, Step, StepKind, StepStatus
 from agents.tools import REGISTRY, Tool
+from core.errors import status_and_id
+from core.exceptions import JobNotCancellable
 from gateway import services as gateway
-from gateway.errors import ApiError
 from gateway.models import UsageRecord
 from tests.factories import InThread, default_profile, make_job, wait_for
 from tests.runtime_server import Reply
@@ -152,7 +153,7 @@ def test_a_worker_that_lost_its_lease_changes_nothing(key):
     old = services.job_claim(job.pk, token="old")
     step = services.step_start(old, token="old", kind=StepKind.MODEL_CALL, name="generate")
     expire_lease(old)
-    assert services.job_reap()["requeued"] == 1
+    assert recovery.job_reap()["requeued"] == 1
 
     def late_writes_change_nothing() -> None:
         before = Job.objects.filter(pk=job.pk).values().get()
@@ -182,7 +183,7 @@ def test_the_reaper_closes_the_step_a_dead_worker_left_running(key):
     job = services.job_claim(make_job(key).pk, token="dead")
     step = services.step_start(job, token="dead", kind=StepKind.MODEL_CALL, name="generate")
     expire_lease(job)
-    services.job_reap()
+    recovery.job_reap()
     step = Step.objects.get(pk=step.pk)
     assert step.status == StepStatus.FAILED
     assert step.finished_at is not None
@@ -202,9 +203,9 @@ def test_a_terminal_status_never_changes(key, status):
     if status == JobStatus.CANCELLED:
         assert services.job_cancel(job) == JobStatus.CANCELLED
     else:
-        with pytest.raises(ApiError):
+        with pytest.raises(JobNotCancellable):
             services.job_cancel(job)
-    services.job_reap(now=timezone.now() + timedelta(days=1))
+    recovery.job_reap(now=timezone.now() + timedelta(days=1))
     assert Job.objects.filter(pk=job.pk).values().get() == before
 
 
@@ -248,9 +249,9 @@ def test_cancelling_again_is_idempotent(key, status):
 @pytest.mark.parametrize("status", [JobStatus.FINISHED, JobStatus.FAILED])
 def test_a_finished_or_failed_job_is_not_cancellable(key, status):
     job = make_job(key, status=status)
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(JobNotCancellable) as caught:
         services.job_cancel(job)
-    assert (caught.value.status, caught.value.error) == (409, "job_not_cancellable")
+    assert status_and_id(caught.value) == (409, "job_not_cancellable")
     assert caught.value.details["status"] == status
     assert fresh(job).status == status
 
@@ -322,7 +323,8 @@ def test_a_job_is_cancelled_while_the_runtime_has_not_answered_yet(key, runtime,
 
 @TRANSACTIONAL
 def test_a_slow_first_token_keeps_the_lease_alive(key, runtime, settings):
-    settings.JOB_LEASE_SECONDS = 3  # renewed every 0.75 s
+    settings.JOB_LEASE_SECONDS = 3
+    settings.JOB_HEARTBEAT_SECONDS = 0.75
     settings.JOB_CANCEL_POLL_SECONDS = 0.1
     settings.RUNTIME_READ_TIMEOUT = 30
     runtime.script = lambda prompt, body: Reply(text="Worth the wait.", delay=6)
@@ -330,7 +332,7 @@ def test_a_slow_first_token_keeps_the_lease_alive(key, runtime, settings):
     worker = InThread(tasks.run_job, job.pk)
     requeued = 0
     while fresh(job).status in (JobStatus.QUEUED, JobStatus.RUNNING) and requeued == 0:
-        requeued += services.job_reap()["requeued"]  # as a reaper elsewhere would, all along
+        requeued += recovery.job_reap()["requeued"]  # as a reaper elsewhere would, all along
         time.sleep(0.05)
     assert requeued == 0
     assert worker.join() == JobStatus.FINISHED, fresh(job).error
@@ -348,7 +350,7 @@ def test_a_tool_call_round_trip_reaches_the_final_answer(key, runtime):
         return '{"tool": "calculator", "arguments": {"expression": "6*7"}}'
 
     runtime.script = script
-    job = make_job(key, task="What is 6 times 7?")
+    job = make_job(key, task="What is six times seven?")
     assert tasks.run_job(job.pk) == JobStatus.FINISHED
     job = fresh(job)
     assert job.final_result["text"] == "6 times 7 is 42."
@@ -393,7 +395,7 @@ def test_junk_answers_fail_the_job_after_max_steps_without_a_crash_loop(
     assert problem in runtime.prompts()[-1]
     # Over is over: neither a second delivery nor the reaper starts it again.
     assert tasks.run_job(job.pk) == "not claimed"
-    assert services.job_reap(now=timezone.now() + timedelta(days=1))["requeued"] == 0
+    assert recovery.job_reap(now=timezone.now() + timedelta(days=1))["requeued"] == 0
     assert len(runtime.generate_requests()) == max_steps
 
 
@@ -470,7 +472,7 @@ def test_a_poison_job_fails_after_the_maximum_number_of_attempts(key, settings):
         claimed = services.job_claim(job.pk, token=f"doomed-{attempt}")
         assert claimed is not None and claimed.attempts == attempt
         expire_lease(claimed)
-        counts = services.job_reap()
+        counts = recovery.job_reap()
         assert counts["requeued" if attempt < 3 else "failed"] == 1
     job = fresh(job)
     assert job.status == JobStatus.FAILED
@@ -481,9 +483,43 @@ def test_a_poison_job_fails_after_the_maximum_number_of_attempts(key, settings):
 
 
 @pytest.mark.django_db
+def test_a_job_run_again_keeps_its_first_start_and_counts_its_attempts(key):
+    job = make_job(key)
+    first = services.job_claim(job.pk, token="dead")
+    expire_lease(first)
+    assert recovery.job_reap()["requeued"] == 1
+    second = services.job_claim(job.pk, token="alive")
+    assert second.started_at == first.started_at
+    assert second.attempts == 2
+
+
+@pytest.mark.django_db
+def test_the_heartbeat_thread_renews_the_lease_of_the_job_its_process_holds(key):
+    job = services.job_claim(make_job(key).pk, token="w")
+    expire_lease(job)
+    with worker.holding(job.pk, "w"):
+        worker.beat()
+    assert fresh(job).lease_expires_at > timezone.now()
+    expire_lease(job)
+    worker.beat()  # nothing held any more
+    assert fresh(job).lease_expires_at < timezone.now()
+
+
+@pytest.mark.django_db
+def test_the_heartbeat_of_a_worker_that_lost_its_job_changes_nothing(key):
+    job = services.job_claim(make_job(key).pk, token="stalled")
+    expire_lease(job)
+    recovery.job_reap()
+    with worker.holding(job.pk, "stalled"):
+        worker.beat()
+    job = fresh(job)
+    assert (job.status, job.lease_owner, job.lease_expires_at) == (JobStatus.QUEUED, "", None)
+
+
+@pytest.mark.django_db
 def test_the_reaper_leaves_a_job_with_a_live_lease_alone(key):
     job = services.job_claim(make_job(key).pk, token="alive")
-    assert services.job_reap() == {"requeued": 0, "failed": 0, "cancelled": 0, "rewoken": 0}
+    assert recovery.job_reap() == {"requeued": 0, "failed": 0, "cancelled": 0, "rewoken": 0}
     assert fresh(job).status == JobStatus.RUNNING
 
 
@@ -492,7 +528,7 @@ def test_the_reaper_ends_a_cancelling_job_whose_worker_died(key):
     job = services.job_claim(make_job(key).pk, token="dead")
     services.job_cancel(fresh(job))
     expire_lease(job)
-    assert services.job_reap()["cancelled"] == 1
+    assert recovery.job_reap()["cancelled"] == 1
     assert fresh(job).status == JobStatus.CANCELLED
 
 
@@ -501,12 +537,12 @@ def test_the_reaper_wakes_a_queued_job_whose_message_was_lost(
     key, runtime, sync_queue, settings, django_capture_on_commit_callbacks
 ):
     runtime.script = lambda prompt, body: "Recovered."
-    long_ago = timezone.now() - timedelta(seconds=settings.JOB_LEASE_SECONDS * 2)
+    long_ago = timezone.now() - timedelta(seconds=settings.JOB_REWAKE_SECONDS * 2)
     lost = make_job(key)
     Job.objects.filter(pk=lost.pk).update(created_at=long_ago, enqueued_at=long_ago)
     just_sent = make_job(key, enqueued_at=timezone.now())
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.job_reap()["rewoken"] == 1
+        assert recovery.job_reap()["rewoken"] == 1
     assert fresh(lost).status == JobStatus.FINISHED
     assert fresh(lost).final_result["text"] == "Recovered."
     assert fresh(just_sent).status == JobStatus.QUEUED
@@ -516,13 +552,13 @@ def test_the_reaper_wakes_a_queued_job_whose_message_was_lost(
 def test_the_reaper_does_not_rewake_a_backlog_that_is_still_in_the_queue(key, settings):
     from django_q.brokers import get_broker
 
-    long_ago = timezone.now() - timedelta(seconds=settings.JOB_LEASE_SECONDS * 2)
+    long_ago = timezone.now() - timedelta(seconds=settings.JOB_REWAKE_SECONDS * 2)
     waiting = make_job(key, enqueued_at=long_ago)
     broker = get_broker()
     broker.enqueue("a wake-up still waiting for a worker")
-    assert services.job_reap()["rewoken"] == 0
+    assert recovery.job_reap()["rewoken"] == 0
     broker.purge_queue()
-    assert services.job_reap()["rewoken"] == 1
+    assert recovery.job_reap()["rewoken"] == 1
     assert fresh(waiting).status == JobStatus.QUEUED
 
 
@@ -534,7 +570,7 @@ def test_a_requeued_job_is_woken_again_and_finishes(
     job = services.job_claim(make_job(key).pk, token="dead")
     expire_lease(job)
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.job_reap()["requeued"] == 1
+        assert recovery.job_reap()["requeued"] == 1
     job = fresh(job)
     assert job.status == JobStatus.FINISHED
     assert job.attempts == 2

@@ -5,25 +5,16 @@ database (a file on SQLite, the test database on PostgreSQL), with the database 
 or with Redis. The loopback runtime of the test process answers the model calls.
 """
 
-import contextlib
 import io
 import os
-import signal
-import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import call_command
-from django.db import connection
-from django_q.conf import Conf
 
-from agents import services
+from agents import recovery
 from agents.models import Job, JobStatus, Step, StepKind, StepStatus
 from tests.factories import default_profile, wait_for
+from tests.live import Cluster
 from tests.runtime_server import Reply
 from tests.test_jobs_api import BODY, START, post_json
 
@@ -32,51 +23,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-PROJECT = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-def database_url() -> str:
-    """The URL of the database this test process uses (the test database)."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    user = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{user}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-class Cluster:
-    """A ``manage.py qcluster`` in its own process group, with its output in a log file."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.log = log
-        with log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "qcluster"],
-                cwd=PROJECT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def kill(self) -> None:
-        """SIGKILL to the cluster and its workers at once: a crash, not a shutdown."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        """A clean shutdown: SIGTERM to the cluster alone (signalling its workers too makes
-        it hang), then SIGKILL to whatever is left of the group."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=15)
-        self.kill()
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
 
 
 @pytest.fixture(autouse=True)
@@ -86,57 +33,9 @@ def profile():
 
 
 @pytest.fixture
-def start_cluster(runtime, tmp_path) -> Iterator:
-    """Starts qclusters on the test database that call the loopback runtime; stops them all."""
-    clusters: list[Cluster] = []
-
-    def start(**extra_env: str) -> Cluster:
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "SECRET_KEY": django_settings.SECRET_KEY,
-            "MODEL_RUNTIME_URL": runtime.url,
-            "MODEL_RUNTIME_API": "ollama",
-            "RUNTIME_READ_TIMEOUT": "10",
-            "Q_WORKERS": "1",
-            "Q_POLL": "0.05",
-            "Q_SYNC": "false",
-            "REDIS_URL": "",
-            "LOG_LEVEL": "WARNING",
-            "PYTHONUNBUFFERED": "1",
-            **extra_env,
-        }
-        cluster = Cluster(env, tmp_path / f"qcluster-{len(clusters)}.log")
-        clusters.append(cluster)
-        return cluster
-
-    yield start
-    for cluster in clusters:
-        cluster.stop()
-
-
-@pytest.fixture
-def redis_broker(monkeypatch) -> Iterator[dict[str, str]]:
-    """Enqueues on Redis under a cluster name of this test's own; yields the cluster's env.
-
-    django-q2 reads its broker settings once, at import, into ``Conf``: this process was
-    configured for the database broker, so the test switches ``Conf`` itself.
-    """
-    import redis
-
-    name = f"llmgw-test-{uuid.uuid4().hex[:10]}"
-    for attr, value in {
-        "ORM": None,
-        "REDIS": REDIS_URL,
-        "PREFIX": name,
-        "CLUSTER_NAME": name,
-    }.items():
-        monkeypatch.setattr(Conf, attr, value)
-    yield {"REDIS_URL": REDIS_URL, "Q_CLUSTER_NAME": name}
-    client = redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"django_q:{name}:*"))
-    if keys:
-        client.delete(*keys)
+def redis_broker(use_redis_broker) -> dict[str, str]:
+    """Enqueues on the Redis of TEST_REDIS_URL; the clusters' environment for it."""
+    return use_redis_broker(REDIS_URL)
 
 
 def start_job(client) -> str:
@@ -162,7 +61,7 @@ def start_job_and_kill_its_worker(client, runtime, start_cluster) -> str:
 
     The cluster's lease is short, so that the job is reapable two seconds after it died.
     """
-    doomed = start_cluster(JOB_LEASE_SECONDS="2")
+    doomed = start_cluster(JOB_LEASE_SECONDS="2", JOB_HEARTBEAT_SECONDS="0.5")
     job_id = start_job(client)
     wait_for(
         lambda: (
@@ -216,7 +115,7 @@ def test_a_job_whose_worker_is_killed_is_reaped_and_finished_by_another(
     wait_for(lambda: runtime.closed_early == 1, what="the runtime to see the hang-up")
 
     # The reaper (as the schedule runs it) re-queues the job once its lease has expired.
-    wait_for(lambda: services.job_reap()["requeued"], what="the lease to expire")
+    wait_for(lambda: recovery.job_reap()["requeued"], what="the lease to expire")
     job = Job.objects.get(pk=job_id)
     assert job.status == JobStatus.QUEUED
     assert job.steps.get().status == StepStatus.FAILED

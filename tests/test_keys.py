@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from core.errors import status_and_id
+from core.exceptions import Forbidden, InvalidApiKey
 from gateway import keys, services
-from gateway.errors import ApiError
 from gateway.models import ApiKey
 
 pytestmark = pytest.mark.django_db
@@ -37,8 +38,8 @@ def revoke_key(ident: str) -> str:
 def refused(plain: object) -> bool:
     try:
         services.api_key_authenticate(plain)
-    except ApiError as err:
-        assert (err.status, err.error) == (401, "invalid_api_key")
+    except InvalidApiKey as err:
+        assert status_and_id(err) == (401, "invalid_api_key")
         return True
     return False
 
@@ -218,9 +219,9 @@ def test_a_key_with_only_the_model_scope_may_not_use_the_agents(api_client, runt
     _, plain = create_key("--name", "model-only", "--scopes", "model")
     assert call_api(api_client, plain).status_code == 200
     api_key = services.api_key_authenticate(plain)
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(Forbidden) as excinfo:
         services.api_key_require_scope(api_key, "agent")
-    assert (excinfo.value.status, excinfo.value.error) == (403, "forbidden")
+    assert status_and_id(excinfo.value) == (403, "forbidden")
 
 
 def test_a_key_limited_to_some_models_may_not_use_others(api_client, runtime):

@@ -1,91 +1,213 @@
 """config.postgresql: Django's backend, with the health check skipped for a connection that
-served a request a moment ago. Collected only when the suite runs on PostgreSQL."""
+was used a moment ago, with a pool (``DB_POOL_MAX_SIZE``, the default) and without one.
+Collected only when the suite runs on PostgreSQL.
 
+Each test gets a database wrapper of its own, configured for its mode, so that the suite's
+own connection is left alone.
+"""
+
+import itertools
 import time
+from collections.abc import Iterator
 
+import psycopg_pool
 import pytest
-from django.db import OperationalError, close_old_connections, connection, connections
+from django.db import DataError, OperationalError, connection, connections, transaction
+
+from agents.models import Job
+from config.postgresql.base import DatabaseWrapper
+from core import db
+from gateway import rows, services
+from gateway.models import UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+_aliases = itertools.count()
 
-def request_cycle() -> None:
-    """What one request does to the connection: Django's request_started and
-    request_finished handlers around a query."""
-    close_old_connections()
+
+@pytest.fixture(params=["pool", "no pool"])
+def make_wrapper(request) -> Iterator:
+    """Makes a wrapper of the test database in the mode of the test's parameter, whose
+    health-check window is ``idle`` seconds."""
+    made: list[DatabaseWrapper] = []
+
+    def make(idle: float = 1.0) -> DatabaseWrapper:
+        base = connections["default"].settings_dict
+        options = {k: v for k, v in base["OPTIONS"].items() if k != "pool"}
+        settings_dict = {**base, "CONN_HEALTH_CHECKS": True, "HEALTH_CHECK_IDLE": idle}
+        if request.param == "pool":
+            options["pool"] = {"min_size": 0, "max_size": 2, "timeout": 5}
+            settings_dict["CONN_MAX_AGE"] = 0
+        else:
+            settings_dict["CONN_MAX_AGE"] = 600
+        settings_dict["OPTIONS"] = options
+        wrapper = DatabaseWrapper(settings_dict, alias=f"backend-test-{next(_aliases)}")
+        made.append(wrapper)
+        return wrapper
+
+    yield make
+    for wrapper in made:
+        wrapper.close()
+        if wrapper.pool:
+            wrapper.close_pool()
+
+
+@pytest.fixture
+def checks(monkeypatch) -> list[int]:
+    """One entry per health check made (a round trip), in either mode."""
+    made: list[int] = []
+    is_usable = DatabaseWrapper.is_usable
+    check_connection = psycopg_pool.ConnectionPool.check_connection
+    monkeypatch.setattr(
+        DatabaseWrapper, "is_usable", lambda self: made.append(1) or is_usable(self)
+    )
+    monkeypatch.setattr(
+        psycopg_pool.ConnectionPool,
+        "check_connection",
+        staticmethod(lambda conn: made.append(1) or check_connection(conn)),
+    )
+    return made
+
+
+def request_cycle(wrapper: DatabaseWrapper) -> int:
+    """What one request does to the connection (Django's request_started and
+    request_finished handlers around a query); returns the server process it talked to."""
+    wrapper.close_if_unusable_or_obsolete()
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        with wrapper.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
     finally:
-        close_old_connections()
+        wrapper.close_if_unusable_or_obsolete()
 
 
-def terminate_backend() -> int:
-    """Has the server drop this thread's connection; returns the backend pid it had."""
-    pid = connection.connection.info.backend_pid
+def terminate(pid: int) -> None:
+    """Has the server drop the connection of process ``pid`` (asked on another one)."""
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
     finally:
         other.close()
-    return pid
 
 
-def idle_window(monkeypatch, seconds: float) -> None:
-    # On the wrapper itself: monkeypatch cannot restore an attribute set through the proxy.
-    monkeypatch.setattr(connections["default"], "health_check_idle", seconds)
-
-
-@pytest.fixture
-def checks(monkeypatch) -> list[int]:
-    """One entry per health check the connection makes."""
-    made: list[int] = []
-    wrapper = connections["default"]
-    check = wrapper.is_usable
-    monkeypatch.setattr(wrapper, "is_usable", lambda: made.append(1) or check())
-    return made
-
-
-def test_a_connection_that_served_a_request_a_moment_ago_is_not_checked(checks):
-    request_cycle()
+def test_a_connection_used_a_moment_ago_is_not_checked(make_wrapper, checks):
+    wrapper = make_wrapper()
+    request_cycle(wrapper)
     checks.clear()
-    request_cycle()
-    request_cycle()
+    request_cycle(wrapper)
+    request_cycle(wrapper)
     assert checks == []
 
 
-def test_a_connection_idle_longer_than_the_window_is_checked_first(checks, monkeypatch):
-    idle_window(monkeypatch, 0.05)
-    request_cycle()
+def test_a_connection_idle_longer_than_the_window_is_checked_first(make_wrapper, checks):
+    wrapper = make_wrapper(idle=0.05)
+    request_cycle(wrapper)
     time.sleep(0.1)
     checks.clear()
-    request_cycle()
+    request_cycle(wrapper)
     assert checks == [1]
 
 
-def test_a_window_of_zero_checks_before_every_request(checks, monkeypatch):
-    idle_window(monkeypatch, 0.0)
-    request_cycle()
+def test_a_window_of_zero_checks_before_every_request(make_wrapper, checks):
+    wrapper = make_wrapper(idle=0.0)
+    request_cycle(wrapper)
     checks.clear()
-    request_cycle()
-    request_cycle()
+    request_cycle(wrapper)
+    request_cycle(wrapper)
     assert checks == [1, 1]
 
 
-def test_a_connection_the_server_dropped_while_idle_is_replaced_before_use(monkeypatch):
-    idle_window(monkeypatch, 0.05)
-    request_cycle()
-    dropped = terminate_backend()
+def test_a_connection_the_server_dropped_while_idle_is_replaced_before_use(make_wrapper):
+    wrapper = make_wrapper(idle=0.05)
+    dropped = request_cycle(wrapper)
+    terminate(dropped)
     time.sleep(0.1)
-    request_cycle()
-    assert connection.connection.info.backend_pid != dropped
+    assert request_cycle(wrapper) != dropped
 
 
-def test_a_connection_dropped_within_the_window_fails_one_request_then_is_replaced(checks):
-    request_cycle()
-    dropped = terminate_backend()
+def test_a_connection_dropped_within_the_window_fails_one_request_then_is_replaced(
+    make_wrapper,
+):
+    wrapper = make_wrapper()
+    dropped = request_cycle(wrapper)
+    terminate(dropped)
     with pytest.raises(OperationalError):
-        request_cycle()
-    request_cycle()
+        request_cycle(wrapper)
+    assert request_cycle(wrapper) != dropped
+
+
+# --- core.db: the statements retried on a new connection ------------------------------
+#
+# On the suite's own connection (pooled, as the service's): it is opened, kept checked
+# out, and dropped by the server; the statement under test then meets it dead.
+
+
+def drop_the_connection() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    terminate(pid)
+    return pid
+
+
+def test_a_key_read_on_a_dropped_connection_reconnects_and_succeeds(make_key):
+    api_key, plain = make_key()
+    dropped = drop_the_connection()
+    assert services.api_key_authenticate(plain) == api_key
     assert connection.connection.info.backend_pid != dropped
+
+
+def test_a_usage_write_on_a_dropped_connection_reconnects_and_is_written_once(make_key):
+    api_key, _ = make_key()
+    drop_the_connection()
+    rows.insert(UsageRecord(api_key=api_key, model="m", status=200, elapsed=0.1))
+    assert UsageRecord.objects.filter(api_key=api_key).count() == 1
+
+
+def test_a_dropped_connection_inside_a_transaction_is_not_retried(make_key):
+    _, plain = make_key()
+    drop_the_connection()
+    with pytest.raises(OperationalError), transaction.atomic():
+        services.api_key_authenticate(plain)
+
+
+def test_an_error_of_the_statement_itself_is_not_retried():
+    calls = []
+
+    def bad_statement():
+        calls.append(1)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")
+
+    with pytest.raises(DataError):
+        db.retry_if_dropped(bad_statement)
+    assert calls == [1]
+
+
+def test_a_worker_closes_dropped_connections_before_a_task():
+    dropped = drop_the_connection()
+    db.close_dropped_connections()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    assert connection.connection.info.backend_pid != dropped
+
+
+def test_a_chat_start_whose_connection_was_dropped_runs_once_on_a_new_connection(make_key):
+    from conversations import services as chats
+    from conversations.models import Message
+    from tests.factories import default_profile
+
+    default_profile()
+    api_key, _ = make_key()
+    drop_the_connection()
+    _, job = chats.chat_request(
+        api_key=api_key,
+        source="tests",
+        scope_type="drop",
+        scope_id="1",
+        prompt="Hello",
+        profile_name=None,
+    )
+    assert Job.objects.filter(pk=job.pk).exists()
+    assert list(Message.objects.values_list("content", flat=True)) == ["Hello"]

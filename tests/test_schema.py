@@ -54,7 +54,7 @@ def test_the_schema_documents_the_model_endpoint(schema):
 
 def test_the_schema_documents_the_answers_of_the_model_endpoint(schema):
     responses = schema["paths"]["/api.php"]["post"]["responses"]
-    assert {"200", "400", "401", "405"} <= set(responses)
+    assert {"200", "400", "401", "403", "413", "429", "502", "503", "504"} <= set(responses)
 
     def shape(code: str) -> dict:
         ref = responses[code]["content"]["application/json"]["schema"]["$ref"]
@@ -63,7 +63,69 @@ def test_the_schema_documents_the_answers_of_the_model_endpoint(schema):
     success = shape("200")
     assert {"ok", "model", "response", "elapsed"} <= set(success["properties"])
     assert "seconds" in success["properties"]["elapsed"]["description"].lower()
-    for code in ("400", "401", "405"):
+    assert {"ok", "model", "response", "elapsed", "usage"} <= set(success["required"])
+    for code in ("400", "401", "502"):
         error = shape(code)
         assert set(error["properties"]) == {"ok", "error", "message", "details"}
         assert {"error", "message", "details"} <= set(error["required"])
+    assert shape("400")["properties"]["error"]["enum"] == [
+        "invalid_json",
+        "validation_error",
+        "unknown_model",
+        "runtime_rejected",
+        "context_length_exceeded",
+    ]
+
+
+@pytest.fixture
+def static_files(settings):
+    """The pages link static files; the manifest storage would need collectstatic first."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.mark.parametrize("path", ["/api/schema/", "/api/schema"])
+def test_the_schema_answers_with_and_without_the_slash(client, path):
+    response = client.get(path, {"format": "json"})
+    assert response.status_code == 200
+    assert response.json()["info"]["version"] == "2.0.0"
+
+
+@pytest.mark.parametrize(
+    ("path", "marker"),
+    [("/api/docs/", b"swagger-ui"), ("/api/docs", b"swagger-ui"), ("/api/redoc/", b"redoc")],
+)
+def test_the_docs_pages_answer_from_the_sidecar_without_a_cdn(client, static_files, path, marker):
+    response = client.get(path)
+    assert response.status_code == 200
+    page = response.content.lower()
+    assert marker in page
+    assert b"/static/drf_spectacular_sidecar/" in page
+    assert b"cdn.jsdelivr.net" not in page and b"unpkg.com" not in page
+    assert b"/api/schema/" in page
+
+
+def test_the_sidecar_assets_the_docs_page_links_are_served(client, static_files, settings):
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/api/docs/").content.decode()
+    for name in ("swagger-ui-dist/swagger-ui-bundle.js", "swagger-ui-dist/swagger-ui.css"):
+        assert f"drf_spectacular_sidecar/{name}" in page
+        assert finders.find(f"drf_spectacular_sidecar/{name}")
+
+
+def test_the_front_page_links_the_docs_the_admin_and_the_health_endpoints(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    for href in ("/api/docs/", "/api/redoc/", "/api/schema/", "/admin/", "/healthz", "/readyz"):
+        assert f'href="{href}' in page
+
+
+def test_the_admin_view_site_link_lands_on_the_front_page(admin_client, static_files):
+    page = admin_client.get("/admin/").content.decode()
+    assert 'href="/"' in page
+    assert admin_client.get("/").status_code == 200

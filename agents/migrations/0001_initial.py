@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import agents.ids
+import core.ids
 
 
 class Migration(migrations.Migration):
@@ -127,7 +127,7 @@ class Migration(migrations.Migration):
                 (
                     "id",
                     models.CharField(
-                        default=agents.ids.new_job_id,
+                        default=core.ids.new_job_id,
                         editable=False,
                         max_length=40,
                         primary_key=True,

@@ -8,11 +8,19 @@ a connection that finished a request without a database error less than
 ``HEALTH_CHECK_IDLE`` seconds ago (``DATABASES`` key, from ``DB_CONN_HEALTH_CHECK_IDLE``)
 is used without the check; one idle for longer, which a server restart or an idle timeout
 may have cut, is checked first as Django does. ``0`` checks before every request.
+
+With a pool (``OPTIONS["pool"]``) a connection goes back to the pool at the end of each
+request, and the pool checks it when it hands it out next, unless it was checked less than
+the same window ago and no connection of the process has failed since
+(``config.postgresql.pool``).
 """
 
+import os
 import time
 
 from django.db.backends.postgresql import base
+
+from config.postgresql import pool as pool_check
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -37,3 +45,35 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if self.connection is not None and self.health_check_done and not self.errors_occurred:
             self._proven_at = time.monotonic()
         super().close_if_unusable_or_obsolete()
+
+    @property
+    def pool(self):  # type: ignore[override]
+        # Django's pool, whose check (with CONN_HEALTH_CHECKS) skips a connection proven
+        # less than HEALTH_CHECK_IDLE seconds ago. Django passes its own check to the pool;
+        # it is swapped for ours once, before the pool is opened.
+        created = self.alias not in self._connection_pools
+        pool = super().pool
+        if created and pool is not None and self.settings_dict["CONN_HEALTH_CHECKS"]:
+            pool._check = pool_check.RecentlyProvenCheck(self.health_check_idle)
+        return pool
+
+    def _close(self) -> None:
+        if self.pool and self.connection is not None and self.errors_occurred:
+            pool_check.note_failure()
+        super()._close()
+
+
+# A process forked from one that had opened a pool (django-q2 forks its workers) inherits
+# that pool without its threads, and with its connections, whose sockets are the parent's:
+# using them would interleave two processes' statements on one connection. The child makes
+# pools of its own instead. The parent's are kept referenced, never closed or collected
+# here: closing a connection would end it for the parent too.
+_inherited_pools: list = []
+
+
+def _forget_the_parents_pools() -> None:
+    _inherited_pools.extend(DatabaseWrapper._connection_pools.values())
+    DatabaseWrapper._connection_pools.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_pools)

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import agents.ids
+import core.ids
 
 
 class Migration(migrations.Migration):
@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 (
                     "id",
                     models.CharField(
-                        default=agents.ids.new_conversation_id,
+                        default=core.ids.new_conversation_id,
                         editable=False,
                         max_length=40,
                         primary_key=True,

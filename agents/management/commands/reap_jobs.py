@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from agents import services
+from agents import recovery
 
 
 class Command(BaseCommand):
@@ -10,5 +10,5 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **opts):
-        counts = services.job_reap()
+        counts = recovery.job_reap()
         self.stdout.write(", ".join(f"{name}: {n}" for name, n in counts.items()))

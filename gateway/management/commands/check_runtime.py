@@ -13,8 +13,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.test.utils import override_settings
 
+from core.errors import error_id
+from core.exceptions import DomainError
 from gateway import runtime
-from gateway.errors import ApiError
 from gateway.routing import Endpoint
 
 # A question the embedded base model answers in a few tokens (raw completion, a stop).
@@ -71,8 +72,10 @@ class Command(BaseCommand):
         started = time.perf_counter()
         try:
             listed = runtime.list_models(endpoint)
-        except ApiError as err:
-            self.stdout.write(self.style.ERROR(f"  DOES NOT ANSWER: {err.error}: {err.message}"))
+        except DomainError as err:
+            self.stdout.write(
+                self.style.ERROR(f"  DOES NOT ANSWER: {error_id(err)}: {err.message}")
+            )
             return 1
         except (ValueError, KeyError, TypeError) as err:  # answered, not the expected JSON
             self.stdout.write(self.style.ERROR(f"  ANSWERS GARBAGE: {err}"))
@@ -92,8 +95,8 @@ class Command(BaseCommand):
     def _generate(self, endpoint: Endpoint, model: str) -> int:
         try:
             result, elapsed = _timed_generation(endpoint, model)
-        except ApiError as err:
-            self.stdout.write(self.style.ERROR(f"  {model}: generation failed: {err.error}"))
+        except DomainError as err:
+            self.stdout.write(self.style.ERROR(f"  {model}: generation failed: {error_id(err)}"))
             return 1
         tokens = result.completion_tokens
         rate = f", {tokens / elapsed:.1f} tokens/s" if tokens and elapsed else ""

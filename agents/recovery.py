@@ -1,0 +1,123 @@
+"""Jobs whose run stopped: a worker that died (the reaper), and a run cut off by a dropped
+database connection (released at once by its own worker). Conditional updates, like every
+state change of a job (``agents.services``).
+
+A job put back goes to queued and is woken again while it has attempts left
+(``JOB_MAX_ATTEMPTS``), else it fails with the reason; a cancelling one is cancelled. The
+steps its run left running are failed, so that none shows ``running`` for ever.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.models import ACTIVE, Job, JobKind, JobStatus, Step, StepStatus
+from agents.services import job_after_run, job_enqueue
+
+logger = logging.getLogger(__name__)
+
+WORKER_DIED = "The worker running this job stopped responding"
+CONNECTION_LOST = "The job's database connection was dropped"
+
+
+def _close_abandoned_steps(job_id: str, *, now: datetime, reason: str) -> None:
+    """Fails the steps a stopped run left running (a late ``step_finish`` of that run then
+    changes nothing)."""
+    running = Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING)
+    for step in running.only("pk", "started_at"):
+        Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
+            status=StepStatus.FAILED,
+            finished_at=now,
+            elapsed=round((now - step.started_at).total_seconds(), 3),
+            output={"error": f"{reason}."},
+        )
+
+
+def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
+    """Ends or re-queues ``job`` if ``lease`` still holds it; returns what was done."""
+    released = {"lease_owner": "", "lease_expires_at": None}
+    if job.status == JobStatus.CANCELLING:
+        outcome = "cancelled"
+        done = Job.objects.filter(lease, status=JobStatus.CANCELLING).update(
+            status=JobStatus.CANCELLED, finished_at=now, **released
+        )
+    elif job.attempts >= settings.JOB_MAX_ATTEMPTS:
+        outcome = "failed"
+        done = Job.objects.filter(lease, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED,
+            finished_at=now,
+            **released,
+            error=(
+                f"{reason} {job.attempts} time(s); giving up after "
+                f"{settings.JOB_MAX_ATTEMPTS} attempts."
+            ),
+        )
+    else:
+        outcome = "requeued"
+        done = Job.objects.filter(lease, status=JobStatus.RUNNING).update(
+            status=JobStatus.QUEUED, enqueued_at=now, **released
+        )
+    if not done:
+        return None
+    _close_abandoned_steps(job.pk, now=now, reason=reason)
+    if outcome == "requeued":
+        transaction.on_commit(lambda: job_enqueue(job.pk))
+    else:
+        job_after_run(job)
+    return outcome
+
+
+def job_release(job: Job, *, token: str) -> str | None:
+    """Puts back a job whose run met a dropped database connection, at once rather than
+    when its lease runs out; None if this worker no longer held it."""
+    job.refresh_from_db(fields=["status", "attempts"])
+    lease = Q(pk=job.pk, lease_owner=token)
+    return _put_back(job, lease, now=timezone.now(), reason=CONNECTION_LOST)
+
+
+def job_reap(*, now: datetime | None = None) -> dict[str, int]:
+    """Recovers jobs whose worker died, and queued jobs whose wake-up was lost.
+
+    A job whose lease expired is put back. A queued job that has waited longer than
+    ``JOB_REWAKE_SECONDS`` since its last wake-up is woken again (duplicates are harmless:
+    delivery only tries a claim).
+    """
+    now = now or timezone.now()
+    counts = {"requeued": 0, "failed": 0, "cancelled": 0, "rewoken": 0}
+    expired = Job.objects.filter(status__in=ACTIVE, lease_expires_at__lt=now)
+    for job in expired.only("pk", "status", "attempts", "lease_owner", "kind", "conversation_id"):
+        lease = Q(pk=job.pk, lease_owner=job.lease_owner, lease_expires_at__lt=now)
+        outcome = _put_back(job, lease, now=now, reason=WORKER_DIED)
+        if outcome:
+            counts[outcome] += 1
+    if not _queue_is_empty():
+        return counts  # a backlog is being worked off: its wake-ups are still on the way
+    stale = now - timedelta(seconds=settings.JOB_REWAKE_SECONDS)
+    busy_conversations = Job.objects.filter(kind=JobKind.CHAT, status__in=ACTIVE).values(
+        "conversation_id"
+    )
+    for pk in (
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .filter(Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True, created_at__lt=stale))
+        # A chat waiting behind a running one is woken when that one ends.
+        .exclude(kind=JobKind.CHAT, conversation_id__in=busy_conversations)
+        .values_list("pk", flat=True)
+    ):
+        counts["rewoken"] += 1
+        transaction.on_commit(lambda pk=pk: job_enqueue(pk))
+    return counts
+
+
+def _queue_is_empty() -> bool:
+    """Whether the broker holds no waiting message (then a stale queued job lost its own)."""
+    from django_q.brokers import get_broker
+
+    try:
+        return get_broker().queue_size() == 0
+    except Exception:  # a broker we cannot ask: wake anyway, duplicates are harmless
+        logger.warning("Could not read the queue size; re-waking stale jobs anyway")
+        return True

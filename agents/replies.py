@@ -1,0 +1,100 @@
+"""Cleaning a model's reply before it is stored.
+
+Small models, base models above all, keep writing after their answer: a ``User:`` turn
+they invent, a copy of a tool list they once saw, the prompt's own headers; and some wrap
+the answer in quotes. None of that is the reply, and stored it would be fed back into
+every later prompt. :func:`clean_reply` removes it; the raw text stays in the model-call
+step. A reply that is empty once cleaned is treated as an empty answer.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+# A line where the model starts a turn of its own: everything from it on is invented.
+_INVENTED_TURN = re.compile(
+    r"^\s*(?:user|assistant|system|human|ai|q|question|task|tool call|tool result)\s*:",
+    re.IGNORECASE,
+)
+# The label of its own turn, which some models repeat at the start.
+_OWN_LABEL = re.compile(r"^\s*(?:assistant|ai|answer)\s*:\s*", re.IGNORECASE)
+# A line of an invented tool list or tool call.
+_TOOL_LINE = re.compile(
+    r"\barguments\s*:|\{\s*\"tool\"\s*:|^\s*[-*•]\s*[\w.]+\s*:.*\{.*\}\s*$", re.IGNORECASE
+)
+# A bullet of the shape ``- name: description``, dropped when it touches a tool line.
+_BULLET = re.compile(r"^\s*[-*•]\s*[\w. ]{1,40}:\s")
+# An invented list that starts in the middle of a line of real text.
+_INLINE_BULLET = re.compile(r"\s[-*•]\s*[\w.]+\s*:\s")
+# Lines of the prompt's frame that a model copies.
+_FRAME_ECHO = re.compile(
+    r"the assistant can use tools|to use one, the assistant answers|"
+    r"earlier messages are not shown|messages found in the earlier history|"
+    r"^\s*recent messages:\s*$|^\s*summary of the conversation up to",
+    re.IGNORECASE,
+)
+_QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»", "„": "“"}
+
+
+@dataclass
+class CleanReply:
+    text: str
+    removed: list[str] = field(default_factory=list)  # what was removed, by kind
+
+
+def _cut_invented_turn(lines: list[str], removed: list[str]) -> list[str]:
+    for index, line in enumerate(lines):
+        if _INVENTED_TURN.match(line):
+            removed.append("invented_turn")
+            return lines[:index]
+    return lines
+
+
+def _drop_tool_lines(lines: list[str], removed: list[str]) -> list[str]:
+    marked = {i for i, line in enumerate(lines) if _TOOL_LINE.search(line)}
+    marked |= {i for i, line in enumerate(lines) if _FRAME_ECHO.search(line)}
+    if not marked:
+        return lines
+    grown = True
+    while grown:  # bullets next to a tool line belong to the same invented list
+        extra = {
+            j
+            for i in marked
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(lines) and j not in marked and _BULLET.match(lines[j])
+        }
+        marked |= extra
+        grown = bool(extra)
+    removed.append("tool_list")
+    kept = []
+    for index, line in enumerate(lines):
+        if index not in marked:
+            kept.append(line)
+            continue
+        inline = _INLINE_BULLET.search(line)  # "Hi there - camera: ... Arguments: ..."
+        head = line[: inline.start()] if inline else ""
+        if head.strip() and not (_TOOL_LINE.search(head) or _FRAME_ECHO.search(head)):
+            kept.append(head)
+    return kept
+
+
+def _unquote(text: str, removed: list[str]) -> str:
+    if len(text) >= 2 and _QUOTES.get(text[0]) == text[-1]:
+        inner = text[1:-1]
+        if text[0] not in inner and text[-1] not in inner:
+            removed.append("quotes")
+            return inner.strip()
+    return text
+
+
+def clean_reply(text: str) -> CleanReply:
+    """The reply without what the model invented after or around it (see the module)."""
+    removed: list[str] = []
+    text = text.strip()
+    if _OWN_LABEL.match(text):
+        removed.append("role_label")
+        text = _OWN_LABEL.sub("", text, count=1)
+    lines = _cut_invented_turn(text.splitlines(), removed)
+    lines = _drop_tool_lines(lines, removed)
+    text = "\n".join(line.rstrip() for line in lines).strip()
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return CleanReply(text=_unquote(text, removed), removed=removed)

@@ -1,0 +1,397 @@
+"""How usable the embedded model's replies are, through the real chat and job APIs.
+
+    .venv/bin/python bench/chat_quality.py                    # this checkout's code
+    .venv/bin/python bench/chat_quality.py --tree /tmp/before # another checkout's code
+    .venv/bin/python bench/chat_quality.py --pairs 8 --arithmetic 4   # a shorter run
+    .venv/bin/python bench/chat_quality.py --max-seconds 600  # no new pair after 10 min
+
+It runs the service as ``make run`` does (gunicorn, a django-q2 cluster, a fresh SQLite
+database, the embedded llama.cpp runtime with Gemma 3 270M on port 8089, started here
+unless one answers there already) and talks to it over HTTP only:
+
+* **Facts.** For each fact/question pair: in one conversation (the ``default`` profile)
+  the fact is told, one short filler turn follows, then the question: the fact is inside
+  the window. In another conversation (``bench-window``: the default profile with a
+  640-token window, so that a few filler turns push the fact out and the run stays short)
+  the fact is told, filler turns follow until the job's context step shows the fact
+  outside the window, then the question. A reply is right when it contains the answer.
+* **Invented lines.** Every stored assistant reply is read back with
+  ``GET /agent/conversation/{id}``; the share that carries a line the model invented (a
+  ``User:``/``Assistant:`` turn, a tool list, a tool call echo) is reported, and the
+  share wrapped in quotes.
+* **Arithmetic.** Task jobs such as "What is 17 * 23?" via ``/agent/job/start``; a reply
+  is exact when it contains the exact result.
+
+Without the ``local`` extra (llama-cpp-python and the model package) it says so and
+exits 0 without figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_DIR))
+
+from bench.common import (  # noqa: E402
+    ServerConfig,
+    create_api_key,
+    gunicorn,
+    manage,
+    python,
+    service_env,
+    sqlite_database,
+    temp_dir,
+)
+from scripts import embedded_runtime  # noqa: E402
+
+# (fact, question, answer): the answer must appear in the reply (case-insensitive).
+PAIRS = [
+    ("My dog is called Pixel.", "What is my dog called?", "Pixel"),
+    ("My name is Ada.", "What is my name?", "Ada"),
+    ("My favourite colour is green.", "What is my favourite colour?", "green"),
+    ("I live in Lisbon.", "In which city do I live?", "Lisbon"),
+    ("My sister is called Marta.", "What is my sister called?", "Marta"),
+    ("My car is a red Volvo.", "What make is my car?", "Volvo"),
+    ("I work as a nurse.", "What is my job? I work as a what?", "nurse"),
+    ("My cat is named Tiger.", "What is my cat named?", "Tiger"),
+    ("My locker code is 4821.", "What is my locker code?", "4821"),
+    ("My birthday is on the 3rd of May.", "When is my birthday?", "May"),
+    ("I was born in Oslo.", "Where was I born?", "Oslo"),
+    ("My favourite fruit is mango.", "What is my favourite fruit?", "mango"),
+    ("My brother plays the violin.", "Which instrument does my brother play?", "violin"),
+    ("My boss is called Mr. Hale.", "What is my boss called?", "Hale"),
+    ("The meeting is on Thursday.", "On which day is the meeting?", "Thursday"),
+    ("My favourite sport is tennis.", "What is my favourite sport?", "tennis"),
+    ("I drive a blue bicycle to work.", "What do I drive to work?", "bicycle"),
+    ("My daughter is named Lina.", "What is my daughter named?", "Lina"),
+    ("My flight number is KL1234.", "What is my flight number?", "KL1234"),
+    ("My hotel room is number 512.", "What is my hotel room number?", "512"),
+    ("My favourite book is Dune.", "What is my favourite book?", "Dune"),
+    ("My parrot is called Kiwi.", "What is my parrot called?", "Kiwi"),
+    ("I speak Finnish at home.", "Which language do I speak at home?", "Finnish"),
+    ("My password hint is banana.", "What is my password hint?", "banana"),
+    ("My team is called the Falcons.", "What is my team called?", "Falcons"),
+    ("My grandmother lives in Cork.", "Where does my grandmother live?", "Cork"),
+    ("My son studies chemistry.", "What does my son study?", "chemistry"),
+    ("My favourite drink is tea.", "What is my favourite drink?", "tea"),
+    ("My horse is named Storm.", "What is my horse named?", "Storm"),
+    ("The wifi password is sunflower.", "What is the wifi password?", "sunflower"),
+    ("My doctor is called Dr. Okafor.", "What is my doctor called?", "Okafor"),
+    ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
+]
+FILLERS = [
+    "Let me tell you about my morning. I woke up early, made some coffee, read the news "
+    "for a while, watered the plants on the balcony, answered a few emails about the "
+    "garden club, walked to the bakery on the corner, bought two rolls and a newspaper, "
+    "chatted with the baker about the weather and the upcoming street market, and then "
+    "came back home to tidy the kitchen before lunch. Nothing special, just a calm day.",
+    "Here is a note about the weekend. On Saturday there was a long walk by the river, "
+    "a picnic with sandwiches and apples, a short rain shower that we waited out under a "
+    "bridge, and in the evening a film about sailors crossing an ocean. On Sunday we "
+    "cleaned the windows, cooked a large pot of soup, played cards with the neighbours "
+    "and went to bed early, tired but content with the quiet days.",
+    "Some thoughts about the city park. The paths are long and shaded by old trees, the "
+    "pond has ducks and a few swans, children sail little boats on the water, and on "
+    "warm afternoons musicians play near the fountain. The café sells ice cream and "
+    "lemonade, the benches are always full, and the gardeners plant new flowers every "
+    "spring so that the beds look bright from April until the first frost.",
+]
+FILLERS.append(
+    "And a few words about the library. It has three floors, a reading room with tall "
+    "windows, a corner for children with picture books and cushions, a quiet zone for "
+    "students, old maps on the walls of the staircase, and a small exhibition of local "
+    "photographs that changes every month. The librarians are friendly and patient."
+)
+MAX_FILLERS = 8
+SHORT_FILLER = "Thanks. Tell me something nice about the weather."
+ARITHMETIC = [
+    ("What is 17 * 23?", 391),
+    ("What is 48 + 76?", 124),
+    ("What is 1000 - 357?", 643),
+    ("What is 144 / 12?", 12),
+    ("What is 25 times 16?", 400),
+    ("How much is 9 * 9 * 9?", 729),
+    ("What is 2 to the power of 10? Compute 2 ** 10.", 1024),
+    ("What is 345 + 678?", 1023),
+    ("What is 81 divided by 3?", 27),
+    ("What is 12 * 12 - 4?", 140),
+]
+# A line the model invented: a transcript turn, a tool list, an echo of the prompt frame.
+INVENTED = re.compile(
+    r"^\s*(?:user|assistant|system|human|ai|task|answer|tool call|tool result)\s*:"
+    r"|arguments\s*:\s*\{|\{\s*\"tool\"\s*:|^\s*[-*]\s*[\w ]{1,30}:.*\b(?:arguments|tool)\b"
+    r"|earlier messages are not shown|messages found in the earlier history",
+    re.IGNORECASE | re.MULTILINE,
+)
+QUOTED = re.compile(r'^\s*(["“\'])[\s\S]*(["”\'])\s*$')
+JOB_TIMEOUT = 300.0
+
+
+class Service:
+    """The running service seen from outside: HTTP calls with the agent key."""
+
+    def __init__(self, base_url: str, key: str) -> None:
+        self.base_url = base_url
+        self.key = key
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"}
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.base_url}{path}", data=data, headers=headers, method=method
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as err:
+            return {"ok": False, "status": err.code, **json.loads(err.read() or b"{}")}
+
+    def wait(self, job_id: str) -> dict:
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while time.monotonic() < deadline:
+            data = self.call("GET", f"/agent/job/{job_id}")["data"]
+            if data["status"] in ("finished", "failed", "cancelled"):
+                return data
+            time.sleep(0.2)
+        raise TimeoutError(f"job {job_id} did not end within {JOB_TIMEOUT:.0f} s")
+
+    def chat(self, scope_id: str, prompt: str, profile: str = "default") -> dict:
+        body = {
+            "source": "bench",
+            "scope_type": "quality",
+            "scope_id": scope_id,
+            "prompt": prompt,
+            "profile": profile,
+        }
+        answer = self.call("POST", "/agent/chat", body)
+        if not answer.get("ok"):
+            raise RuntimeError(f"/agent/chat answered {answer}")
+        return self.wait(answer["data"]["job_id"])
+
+    def task(self, task: str) -> dict:
+        body = {"source": "bench", "scope_type": "quality", "scope_id": "tasks", "task": task}
+        answer = self.call("POST", "/agent/job/start", body)
+        if not answer.get("ok"):
+            raise RuntimeError(f"/agent/job/start answered {answer}")
+        return self.wait(answer["data"]["job_id"])
+
+    def replies(self, conversation_id: str) -> list[str]:
+        data = self.call("GET", f"/agent/conversation/{conversation_id}")["data"]
+        return [m["content"] for m in data["messages"] if m["role"] == "assistant"]
+
+
+def reply_text(job: dict) -> str:
+    if job["status"] != "finished":
+        return ""
+    result = job.get("final_result") or {}
+    return (result.get("message") or {}).get("content") or result.get("text") or ""
+
+
+def fact_in_window(job: dict) -> bool:
+    """Whether the first message (the fact) is among the recent messages of the job's
+    first context step (the window, before any retrieval)."""
+    for step in job.get("steps", []):
+        if step["kind"] == "context":
+            output = step.get("output") or {}
+            start = output.get("window_start")
+            return bool(output.get("whole_history")) or (start is not None and start <= 1)
+    return True
+
+
+def fact_in_prompt(job: dict, fact: str) -> bool:
+    """Whether the fact reached the model: in the input of the reply's last model call."""
+    calls = [s for s in job.get("steps", []) if s["kind"] == "model_call"]
+    return bool(calls) and fact in json.dumps(calls[-1].get("input") or {}, ensure_ascii=False)
+
+
+def contains(reply: str, answer: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", reply, re.IGNORECASE) is not None
+
+
+def run_pairs(service: Service, pairs: list[tuple[str, str, str]], deadline: float) -> dict:
+    figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
+    conversations: list[str] = []
+    figures["pairs"] = 0
+    for index, (fact, question, answer) in enumerate(pairs):
+        if time.monotonic() > deadline:
+            print(f"  (time budget spent: stopping after {index} pairs)", flush=True)
+            break
+        figures["pairs"] += 1
+        service.chat(f"in-{index}", fact)
+        service.chat(f"in-{index}", SHORT_FILLER)
+        inside = service.chat(f"in-{index}", question)
+        figures["inside"] += contains(reply_text(inside), answer)
+
+        first = service.chat(f"out-{index}", fact, profile="bench-window")
+        for filler in itertools.islice(itertools.cycle(FILLERS), MAX_FILLERS):
+            last = service.chat(f"out-{index}", filler, profile="bench-window")
+            if not fact_in_window(last):
+                break
+        outside = service.chat(f"out-{index}", question, profile="bench-window")
+        out_of_window = not fact_in_window(outside)
+        figures["out_of_window"] += out_of_window
+        figures["outside"] += contains(reply_text(outside), answer)
+        figures["outside_in_prompt"] += fact_in_prompt(outside, fact)
+        conversations += [
+            (inside.get("final_result") or {}).get("conversation_id", ""),
+            (first.get("final_result") or {}).get("conversation_id", ""),
+        ]
+        print(
+            f"  {index + 1:2}/{len(pairs)} inside: {reply_text(inside)[:60]!r}"
+            f" | outside{'' if out_of_window else ' (still in window)'}:"
+            f" {reply_text(outside)[:60]!r}",
+            flush=True,
+        )
+    replies = [text for cid in conversations if cid for text in service.replies(cid)]
+    figures["replies"] = len(replies)
+    figures["invented"] = sum(bool(INVENTED.search(text)) for text in replies)
+    figures["quoted"] = sum(bool(QUOTED.match(text)) for text in replies)
+    figures["examples"] = [text[:120] for text in replies if INVENTED.search(text)][:3]
+    return figures
+
+
+def run_arithmetic(service: Service, tasks: list[tuple[str, int]]) -> tuple[int, int]:
+    exact = invented = 0
+    for task, value in tasks:
+        text = reply_text(service.task(task))
+        exact += contains(text, str(value))
+        invented += bool(INVENTED.search(text))
+        print(f"  {task!r} -> {text[:80]!r}", flush=True)
+    return exact, invented
+
+
+BENCH_PROFILE = """
+from agents.models import AgentProfile
+from django.forms.models import model_to_dict
+default = AgentProfile.objects.get(name="default")
+fields = model_to_dict(default, exclude=["id", "name"])
+fields.update(context_window=640, answer_reserve=128, description="bench: a small window")
+AgentProfile.objects.update_or_create(name="bench-window", defaults=fields)
+"""
+
+
+@contextlib.contextmanager
+def qcluster(env: dict[str, str]) -> Iterator[None]:
+    with temp_dir("llmgw-bench-qcluster-") as logs, (logs / "qcluster.log").open("wb") as log:
+        process = subprocess.Popen(
+            [python(), "manage.py", "qcluster"],
+            cwd=env["PYTHONPATH"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield
+        except BaseException:
+            sys.stderr.write((logs / "qcluster.log").read_text(errors="replace")[-3000:])
+            raise
+        finally:
+            process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=20)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@contextlib.contextmanager
+def embedded(port: int) -> Iterator[str]:
+    """The embedded runtime's URL: the one answering on ``port``, or one started there."""
+    url = f"http://{embedded_runtime.HOST}:{port}"
+    if embedded_runtime.answers(f"{url}/v1/models", timeout=30):
+        yield url
+        return
+    model = embedded_runtime.ensure_model(PROJECT_DIR / "var" / "models")
+    with embedded_runtime.running(model, port=port) as started:
+        yield started
+
+
+def share(count: int, total: int) -> str:
+    return f"{count}/{total} = {count / total:.2f}" if total else "n/a"
+
+
+def report(tree: Path, figures: dict, exact: int, arith_invented: int, arith: int) -> None:
+    pairs = figures["pairs"]
+    print(f"\nchat quality of {embedded_runtime.MODEL_ALIAS} (code: {tree})")
+    print(f"  correct, fact inside the window:      {share(figures['inside'], pairs)}")
+    print(f"  correct, fact out of the window:      {share(figures['outside'], pairs)}")
+    print(
+        f"    (fact actually out of the window: {figures['out_of_window']}/{pairs};"
+        f" fact brought back into the prompt: {figures['outside_in_prompt']}/{pairs})"
+    )
+    print(
+        f"  stored replies with invented lines:   {share(figures['invented'], figures['replies'])}"
+    )
+    print(f"  stored replies wrapped in quotes:     {share(figures['quoted'], figures['replies'])}")
+    print(f"  arithmetic tasks answered exactly:    {share(exact, arith)}")
+    print(f"  arithmetic answers with invented lines: {share(arith_invented, arith)}")
+    for example in figures["examples"]:
+        print(f"    e.g. {example!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
+    parser.add_argument("--pairs", type=int, default=len(PAIRS), help="fact pairs to run")
+    parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
+    parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=1800,
+        help="start no new fact pair after this long (the figures cover the pairs run)",
+    )
+    args = parser.parse_args(argv)
+    # SIGTERM ends the run like Ctrl-C: the service's processes are stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    missing = embedded_runtime.missing_modules()
+    if missing:
+        print(
+            f"skipped: the local extra is not installed (missing {', '.join(missing)}); "
+            f"install it with {embedded_runtime.INSTALL_HINT}"
+        )
+        return 0
+    tree = args.tree.resolve()
+    started = time.monotonic()
+    with embedded(args.port) as runtime_url, sqlite_database() as db_url:
+        env = service_env(
+            db_url,
+            runtime_url=runtime_url,
+            tree=tree,
+            MODEL_RUNTIME_API="openai",
+            AGENT_MODEL=embedded_runtime.MODEL_ALIAS,
+            Q_WORKERS=1,
+            RUNTIME_READ_TIMEOUT=240,
+        )
+        manage(env, "migrate", "--noinput")
+        manage(env, "shell", "-c", BENCH_PROFILE)
+        key = create_api_key(env, name="bench", scopes="model,agent")
+        with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
+            service = Service(server.url, key)
+            print(f"facts ({args.pairs} pairs):", flush=True)
+            figures = run_pairs(service, PAIRS[: args.pairs], started + args.max_seconds)
+            tasks = ARITHMETIC[: args.arithmetic]
+            print(f"arithmetic ({len(tasks)} tasks):", flush=True)
+            exact, arith_invented = run_arithmetic(service, tasks)
+    report(tree, figures, exact, arith_invented, len(tasks))
+    print(f"  ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

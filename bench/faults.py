@@ -1,0 +1,232 @@
+"""Recovery figures with the production settings: a SIGKILLed worker, dropped PostgreSQL
+connections, a restarted Redis.
+
+    .venv/bin/python bench/faults.py [--rounds 3] [--broker orm|redis]
+
+A throwaway PostgreSQL database, two ``qcluster`` processes (2 workers each, the lease,
+heartbeat and reaper settings of production: nothing is shortened here) and a loopback
+runtime that holds a call 5 s when its prompt says ``[slow]`` and answers others at once.
+Every figure is read from the job rows (the server's own timestamps). Per round:
+
+* **SIGKILL**: a slow job runs; the cluster running it is SIGKILLed; seconds until the job
+  runs again on the other cluster (target 20 s);
+* **drop while idle**: every connection of the database is terminated while the clusters
+  wait; seconds from the next job's creation to its start (target 5 s);
+* **drop while busy**: the same while two slow jobs hold a worker of each cluster;
+* **Redis restart** (``--broker redis``, on a redis-server of its own): Redis is killed and
+  started again empty; seconds from the next job's creation to its start.
+
+The clusters' logs are searched for django-q2's "Failed to pull task from broker" (its
+pusher giving up for 10 s): the count is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    MODEL,
+    postgres_database,
+    redis_server,
+    service_env,
+    slow_runtime,
+    table,
+    temp_dir,
+)
+from bench.jobs import wait_until
+
+SLOW = "[slow]"
+TARGET_RECOVERY = 20.0
+TARGET_START = 5.0
+
+
+def setup(env: dict[str, str]):
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from agents.models import AgentProfile
+    from gateway import services
+
+    call_command("migrate", verbosity=0)
+    api_key, _ = services.api_key_create(name="faults", rate_limit_per_minute=0)
+    profile = AgentProfile.objects.create(name="faults", model=MODEL, max_steps=1, tools=[])
+    return api_key, profile
+
+
+def start_job(api_key, profile, task: str) -> str:
+    from django.db import transaction
+
+    from agents import services
+    from agents.models import JobKind
+
+    with transaction.atomic():
+        job = services.job_create(
+            api_key=api_key,
+            kind=JobKind.TASK,
+            source="faults",
+            scope_type="job",
+            scope_id="1",
+            profile=profile,
+            task=task,
+        )
+    return job.pk
+
+
+def job(job_id: str):
+    from django.db import close_old_connections
+
+    from agents.models import Job
+
+    close_old_connections()
+    return Job.objects.get(pk=job_id)
+
+
+def seconds_to_start(job_id: str) -> float:
+    done = wait_until(lambda: job(job_id).started_at, timeout=120, what=job_id, interval=0.05)
+    return (done - job(job_id).created_at).total_seconds()
+
+
+def terminate_connections() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+class Clusters:
+    """qclusters in their own process groups, logging to files; restartable."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env, self.logs, self.processes = env, logs, []
+
+    def start(self) -> None:
+        import subprocess
+
+        from bench.common import PROJECT_DIR, python
+
+        log = (self.logs / f"qcluster-{len(self.processes)}.log").open("wb")
+        self.processes.append(
+            subprocess.Popen(
+                [python(), "manage.py", "qcluster"],
+                cwd=PROJECT_DIR,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+
+    def kill_holder(self, lease_owner: str) -> None:
+        """SIGKILLs the cluster whose worker process holds ``lease_owner`` (host:pid:...)."""
+        pid = int(lease_owner.split(":")[1])
+        group = os.getpgid(pid)
+        os.killpg(group, signal.SIGKILL)
+        for process in self.processes:
+            if process.pid == group:
+                process.wait()
+
+    def pusher_failures(self) -> int:
+        text = "".join(p.read_text(errors="replace") for p in self.logs.glob("qcluster-*.log"))
+        return text.count("Failed to pull task from broker")
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def sigkill_round(clusters: Clusters, api_key, profile) -> float:
+    job_id = start_job(api_key, profile, f"{SLOW} the job whose worker dies")
+    running = wait_until(lambda: job(job_id).lease_owner, timeout=60, what="the claim")
+    time.sleep(1)  # into the model call
+    killed_at = time.time()
+    clusters.kill_holder(running)
+    clusters.start()  # the other cluster takes over; this one is back for the next round
+    wait_until(lambda: job(job_id).attempts >= 2, timeout=120, what="the second attempt")
+    return time.time() - killed_at
+
+
+def drop_round(api_key, profile, *, busy: bool) -> float:
+    holders = []
+    if busy:
+        holders = [start_job(api_key, profile, f"{SLOW} holding a worker") for _ in range(2)]
+        wait_until(lambda: all(job(j).started_at for j in holders), timeout=60, what="busy")
+    else:
+        time.sleep(2)  # the clusters idle
+    terminate_connections()
+    return seconds_to_start(start_job(api_key, profile, "after the drop"))
+
+
+def redis_round(redis, api_key, profile) -> float:
+    redis.kill()
+    redis.start()
+    return seconds_to_start(start_job(api_key, profile, "after the restart"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--broker", choices=("orm", "redis"), default="orm")
+    args = parser.parse_args(argv)
+    print(
+        f"faults: PostgreSQL, 2 qclusters x 2 workers, broker {args.broker}, production lease "
+        f"settings; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; seconds"
+    )
+    with (
+        slow_runtime(5.0, marker=SLOW) as runtime,
+        postgres_database() as db_url,
+        temp_dir("llmgw-bench-faults-") as var_dir,
+        redis_server() as redis,
+    ):
+        extra = {"REDIS_URL": redis.url} if args.broker == "redis" else {}
+        env = service_env(db_url, runtime_url=runtime.url, var_dir=var_dir, Q_WORKERS=2, **extra)
+        api_key, profile = setup(env)
+        clusters = Clusters(env, var_dir)
+        try:
+            clusters.start()
+            clusters.start()
+            rows = []
+            for _ in range(args.rounds):
+                row = [sigkill_round(clusters, api_key, profile)]
+                row += [drop_round(api_key, profile, busy=False)]
+                row += [drop_round(api_key, profile, busy=True)]
+                if args.broker == "redis":
+                    row.append(redis_round(redis, api_key, profile))
+                rows.append([len(rows) + 1, *(round(value, 2) for value in row)])
+            failures = clusters.pusher_failures()
+        finally:
+            clusters.stop_all()
+    headers = ["round", "SIGKILL -> running again", "drop idle -> start", "drop busy -> start"]
+    if args.broker == "redis":
+        headers.append("Redis restart -> start")
+    print(table(headers, rows))
+    print(f"pusher failures in the clusters' logs: {failures}")
+    worst = [max(row[i] for row in rows) for i in range(1, len(headers))]
+    met = worst[0] <= TARGET_RECOVERY and max(worst[1:]) <= TARGET_START
+    print(
+        f"targets: SIGKILL worst {worst[0]:.1f} s (<= {TARGET_RECOVERY:g}), job start after "
+        f"a fault worst {max(worst[1:]):.1f} s (<= {TARGET_START:g}) -- "
+        + ("met" if met else "MISSED")
+    )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""Model calls in flight: ``POST /api.php`` and chat jobs against a runtime that holds each
+call 1 s, in one command.
+
+    .venv/bin/python bench/inflight.py [--base REV] [--litellm] [--clients 16,64,256]
+                                       [--seconds 10] [--q-workers 2,8,32]
+
+One loopback runtime (asyncio, its own process) holds every call of ``bench-model`` for
+``--hold`` seconds and answers ``bench-instant`` at once. In front of it, each under its own
+production settings (``deploy/gunicorn.conf.py``, ``WEB_CONCURRENCY=2``, DEBUG=0,
+PostgreSQL, Redis as the broker):
+
+* this working tree (``after``);
+* with ``--base REV``, that commit (``before``), checked out in a temporary worktree;
+* with ``--litellm``, LiteLLM's proxy (2 workers) from the virtualenv ``--litellm-venv``
+  (``python3 -m venv var/litellm-venv && var/litellm-venv/bin/pip install 'litellm[proxy]'``),
+  its ``/v1/completions`` routed to the same runtime, with a master key.
+
+For each number of clients the servers take turns (so that the shared machine's slow spells
+fall on all of them): the clients call in a closed loop for ``--seconds``, while a probe
+makes an instant call every 0.1 s. Printed: req/s, p50, p99, errors, the probe's p50, and
+the ratios. Then the chat jobs of this tree: for each ``Q_WORKERS``, a qcluster drains
+``--jobs-per-worker`` x ``Q_WORKERS`` chats started at once (each one model call held
+``--hold`` s); printed: jobs/s, start -> finished p50 and p99, and the memory of the
+cluster's processes. Everything is bounded in time and torn down at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import asyncload
+from bench.common import (
+    LOOPBACK,
+    PROJECT_DIR,
+    _stop,
+    cpu_seconds,
+    create_api_key,
+    free_port,
+    gunicorn,
+    manage,
+    percentile,
+    postgres_database,
+    process_tree,
+    runtime_process,
+    service_env,
+    table,
+    temp_dir,
+    wait_until_answering,
+)
+from bench.jobs import qcluster
+
+MODEL, INSTANT = "bench-model", "bench-instant"
+PROMPT = "Say hi."
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/4")
+
+
+@dataclass
+class Target:
+    label: str
+    url: str
+    body: dict
+    probe: dict
+    headers: dict[str, str]
+    pid: int = 0
+    env: dict[str, str] | None = None  # the environment of our own services
+
+
+def service(label: str, tree: Path, runtime_url: str, stack: contextlib.ExitStack) -> Target:
+    """A migrated database, a key and the web server of ``tree``."""
+    env = service_env(
+        stack.enter_context(postgres_database()),
+        runtime_url=runtime_url,
+        var_dir=stack.enter_context(temp_dir()),
+        tree=tree,
+        AGENT_MODEL=MODEL,
+        WEB_CONCURRENCY=2,
+        REDIS_URL=REDIS_URL,
+        Q_CLUSTER_NAME=f"inflight-{os.getpid()}-{label.split()[0]}",
+    )
+    manage(env, "migrate", "--no-input")
+    key = create_api_key(env, name="bench", scopes="model,agent")
+    server = stack.enter_context(gunicorn(env, None))
+    return Target(
+        label,
+        f"{server.url}/api.php",
+        {"api_key": key, "model": MODEL, "prompt": PROMPT},
+        {"api_key": key, "model": INSTANT, "prompt": PROMPT},
+        {},
+        server.pid,
+        env,
+    )
+
+
+_LITELLM_CONFIG = """
+model_list:
+  - model_name: {model}
+    litellm_params: {{model: "ollama/{model}", api_base: "{runtime}"}}
+  - model_name: {instant}
+    litellm_params: {{model: "ollama/{instant}", api_base: "{runtime}"}}
+general_settings:
+  master_key: sk-bench-inflight
+"""
+
+
+@contextlib.contextmanager
+def litellm(venv: Path, runtime_url: str) -> Iterator[Target]:
+    """LiteLLM's proxy with 2 workers, its models routed to the same runtime."""
+    port = free_port()
+    with temp_dir("llmgw-bench-litellm-") as path:
+        config = path / "config.yaml"
+        config.write_text(_LITELLM_CONFIG.format(model=MODEL, instant=INSTANT, runtime=runtime_url))
+        process = subprocess.Popen(
+            [
+                str(venv / "bin" / "litellm"),
+                "--config",
+                str(config),
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(port),
+                "--num_workers",
+                "2",
+                # uvicorn restarts a worker that has not answered its supervisor in 5 s;
+                # starting LiteLLM on a busy machine takes longer.
+                "--timeout_worker_healthcheck",
+                "300",
+            ],
+            env={
+                "PATH": os.environ.get("PATH", ""),
+                "HOME": str(path),
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "LITELLM_LOG": "ERROR",
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=(path / "litellm.log").open("wb"),
+        )
+        url = f"http://{LOOPBACK}:{port}"
+        try:
+            wait_until_answering(f"{url}/health/liveliness", process=process, timeout=180)
+            yield Target(
+                "LiteLLM proxy",
+                f"{url}/v1/completions",
+                {"model": MODEL, "prompt": PROMPT},
+                {"model": INSTANT, "prompt": PROMPT},
+                {"Authorization": "Bearer sk-bench-inflight"},
+                process.pid,
+            )
+        except BaseException:
+            sys.stderr.write((path / "litellm.log").read_text(errors="replace")[-3000:])
+            raise
+        finally:
+            _stop(process)
+
+
+def memory_mb(pids: list[int]) -> tuple[float, float]:
+    """(median RSS of one process, PSS of them all), in MiB."""
+    rss, pss = [], 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss.append(int(line.split()[1]) / 1024)
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1]) / 1024
+    return (statistics.median(rss) if rss else 0.0), pss
+
+
+def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list[list]:
+    rows = []
+    for count in clients:
+        for target in targets:
+            load = asyncio.run(
+                asyncload.run(
+                    target.url,
+                    target.body,
+                    clients=count,
+                    seconds=seconds,
+                    headers=target.headers,
+                    probe_body=target.probe,
+                )
+            )
+            rss, pss = memory_mb(process_tree(target.pid)[1:])
+            if load.first_error:
+                print(f"  {target.label}, {count} clients: first error: {load.first_error}")
+            rows.append(
+                [
+                    target.label,
+                    count,
+                    round(load.rps, 1),
+                    round(load.p(50), 2),
+                    round(load.p(99), 2),
+                    load.errors,
+                    round(load.probe_p50() * 1000, 1),
+                    round(rss),
+                    round(pss),
+                ]
+            )
+    return rows
+
+
+def ratios(rows: list[list], labels: list[str]) -> list[list]:
+    """After / each other server, req/s at each number of clients."""
+    by = {(row[0], row[1]): row for row in rows}
+    out = []
+    for count in sorted({row[1] for row in rows}):
+        after = by[(labels[0], count)][2]
+        out.append([count] + [round(after / by[(o, count)][2], 2) for o in labels[1:]])
+    return out
+
+
+def job_times(database_url: str, ids: list[str]) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(
+            "SELECT status, created_at, started_at, finished_at, error FROM agents_job"
+            " WHERE id = ANY(%s)",
+            [ids],
+        ).fetchall()
+
+
+def run_chats(target: Target, count: int, tag: str, timeout: float) -> list[tuple]:
+    """Starts ``count`` chats at once, each on a conversation of its own; returns the rows
+    of their jobs once all are over (or the time is up)."""
+    base = target.url.removesuffix("/api.php")
+    bodies = [
+        {"source": "bench", "scope_type": tag, "scope_id": i, "prompt": PROMPT}
+        for i in range(count)
+    ]
+    answers = asyncio.run(
+        asyncload.post_many(
+            f"{base}/agent/chat",
+            bodies,
+            connections=min(count, 16),
+            headers={"Authorization": f"Bearer {target.body['api_key']}"},
+        )
+    )
+    ids = [data["data"]["job_id"] for status, data in answers if status == 200]
+    if len(ids) != count:
+        raise RuntimeError(f"{count - len(ids)} chats were not started: {answers[:3]}")
+    deadline = time.monotonic() + timeout
+    while True:
+        assert target.env is not None
+        rows = job_times(target.env["DATABASE_URL"], ids)
+        if all(row[3] is not None for row in rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.2)
+
+
+def chat_rows(target: Target, q_workers: list[int], per_worker: int, hold: float) -> list[list]:
+    rows = []
+    for workers in q_workers:
+        env = {**(target.env or {}), "Q_WORKERS": str(workers)}
+        count = workers * per_worker
+        with qcluster(env) as cluster:
+            run_chats(target, 1, f"warm{workers}", timeout=120)  # the cluster is up
+            processes = process_tree(cluster.pid)
+            cpu_before = sum(cpu_seconds(processes).values())
+            jobs = run_chats(target, count, f"q{workers}", timeout=60 + 4 * count * hold)
+            cpu = sum(cpu_seconds(processes).values()) - cpu_before
+            rss, pss = memory_mb(processes[1:])
+        done = [row for row in jobs if row[0] == "finished"]
+        if len(done) < len(jobs):
+            failed = next(row for row in jobs if row[0] != "finished")
+            print(f"  {target.label}, Q_WORKERS={workers}: a job ended {failed[0]}: {failed[4]}")
+        spans = sorted((row[3] - row[1]).total_seconds() for row in done)
+        wall = (max(r[3] for r in done) - min(r[1] for r in done)).total_seconds() if done else 0
+        rate = len(done) / wall if wall else 0.0
+        rows.append(
+            [
+                target.label,
+                workers,
+                count,
+                len(jobs) - len(done),
+                round(rate, 2),
+                round(rate / workers, 2),
+                round(percentile(spans, 50), 2),
+                round(percentile(spans, 99), 2),
+                round(1000 * cpu / max(1, len(jobs))),
+                round(rss),
+                round(pss),
+                round(pss / workers),
+            ]
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", help="also run this earlier commit (any git revision)")
+    parser.add_argument("--litellm", action="store_true", help="also run LiteLLM's proxy")
+    parser.add_argument("--litellm-venv", type=Path, default=PROJECT_DIR / "var/litellm-venv")
+    parser.add_argument("--clients", default="16,64,256")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--hold", type=float, default=1.0, help="seconds a model call takes")
+    parser.add_argument("--q-workers", default="2,8,32", help="'' skips the chat jobs")
+    parser.add_argument("--jobs-per-worker", type=int, default=4)
+    args = parser.parse_args(argv)
+    clients = [int(c) for c in args.clients.split(",") if c]
+    q_workers = [int(q) for q in args.q_workers.split(",") if q]
+    print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    with contextlib.ExitStack() as stack:
+        runtime = stack.enter_context(
+            runtime_process(models=(f"{MODEL}={args.hold}", f"{INSTANT}=0"))
+        )
+        targets = [service("after (working tree)", PROJECT_DIR, runtime.url, stack)]
+        if args.base:
+            targets.append(base_service(args.base, runtime.url, stack))
+        if args.litellm:
+            targets.append(stack.enter_context(litellm(args.litellm_venv, runtime.url)))
+        for target in targets:  # connections made, code loaded
+            asyncio.run(asyncload.run(target.url, target.body, clients=16, seconds=2))
+        rows = load_rows(targets, clients, args.seconds)
+        print(
+            f"\nPOST /api.php, model calls held {args.hold:g} s, PostgreSQL, production settings"
+            f" (2 web processes); {args.seconds:g} s per run; latencies in s, probe in ms,"
+            " memory of the web processes in MiB"
+        )
+        headers = ["server", "clients", "req/s", "p50", "p99", "errors", "instant p50"]
+        print(table([*headers, "RSS/process", "PSS all"], rows))
+        if len(targets) > 1:
+            labels = [t.label for t in targets]
+            print("\nreq/s ratio, after / ...")
+            print(table(["clients", *labels[1:]], ratios(rows, labels)))
+        if q_workers:
+            chats = []
+            for target in targets:
+                if target.env is not None:
+                    chats += chat_rows(target, q_workers, args.jobs_per_worker, args.hold)
+            print(f"\nchat jobs, one model call held {args.hold:g} s each, Redis broker")
+            print(
+                table(
+                    [
+                        "server",
+                        "Q_WORKERS",
+                        "jobs",
+                        "not finished",
+                        "jobs/s",
+                        "per worker",
+                        "p50 s",
+                        "p99 s",
+                        "CPU ms/job",
+                        "RSS/process MiB",
+                        "PSS cluster",
+                        "PSS/worker",
+                    ],
+                    chats,
+                )
+            )
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return 0
+
+
+def base_service(rev: str, runtime_url: str, stack: contextlib.ExitStack) -> Target:
+    """The service of an earlier commit, checked out in a temporary worktree."""
+    short = subprocess.run(
+        ["git", "rev-parse", "--short", rev],
+        cwd=PROJECT_DIR,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    worktree = Path(stack.enter_context(temp_dir())) / "base"
+    subprocess.run(
+        ["git", "worktree", "add", "--quiet", "--detach", str(worktree), short],
+        cwd=PROJECT_DIR,
+        check=True,
+    )
+    stack.callback(
+        subprocess.run,
+        ["git", "worktree", "remove", "--force", str(worktree)],
+        cwd=PROJECT_DIR,
+        check=False,
+    )
+    return service(f"before ({short})", worktree, runtime_url, stack)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

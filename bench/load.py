@@ -1,0 +1,265 @@
+"""Load test of the production server on PostgreSQL: 100 clients for 60 s on ``/api.php``,
+then 100 clients starting chats and polling their status.
+
+    .venv/bin/python bench/load.py [--clients 100] [--seconds 60] [--settle 60]
+                                   [--terminate-every SECONDS]
+
+It creates a throwaway PostgreSQL database, runs gunicorn (``config.wsgi``, 2 processes x 8
+threads, DEBUG=0) and a ``qcluster`` (2 workers, the database broker), in front of loopback
+model runtimes that answer at once, and prints for each phase: requests, 5xx answers (target
+0), other failures (connection errors, 4xx), p50 and p99 in ms, and requests per second;
+for the chat phase also the chats finished and, ``--settle`` seconds after the load, the
+jobs still not terminal (target 0). ``--terminate-every S`` has PostgreSQL drop every
+connection of the service every S seconds during the load (``pg_terminate_backend``).
+
+The clients are threads with keep-alive connections, spread over processes; a chat client
+starts a chat on its own conversation, then polls ``GET /agent/job/{id}`` every 0.2 s until
+the job ends (or the load is over), and starts the next one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    MODEL,
+    create_api_key,
+    gunicorn,
+    manage,
+    percentile,
+    postgres_database,
+    runtime_process,
+    service_env,
+    table,
+    temp_dir,
+)
+from bench.jobs import qcluster
+
+TERMINAL = ("finished", "failed", "cancelled")
+POLL_SECONDS = 0.2
+PROCESSES = 4
+
+
+@dataclass
+class Tally:
+    """What the clients of one process saw."""
+
+    latencies_ms: dict[str, list[float]] = field(default_factory=dict)
+    statuses: dict[tuple[str, int], int] = field(default_factory=dict)  # 0: no answer
+    chats_finished: int = 0
+
+    def add(self, kind: str, status: int, started: float) -> None:
+        self.latencies_ms.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
+        self.statuses[kind, status] = self.statuses.get((kind, status), 0) + 1
+
+    def merge(self, other: Tally) -> None:
+        for kind, values in other.latencies_ms.items():
+            self.latencies_ms.setdefault(kind, []).extend(values)
+        for key, count in other.statuses.items():
+            self.statuses[key] = self.statuses.get(key, 0) + count
+        self.chats_finished += other.chats_finished
+
+
+class Client:
+    """One keep-alive connection; reconnects after a connection error."""
+
+    def __init__(self, base_url: str, key: str, tally: Tally) -> None:
+        self.host, port = base_url.removeprefix("http://").split(":")
+        self.port = int(port)
+        self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+        self.tally = tally
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+
+    def call(self, kind: str, method: str, path: str, body: dict | None = None) -> dict | None:
+        started = time.perf_counter()
+        try:
+            self.conn.request(method, path, json.dumps(body) if body else None, self.headers)
+            response = self.conn.getresponse()
+            data = json.loads(response.read())
+        except (OSError, http.client.HTTPException, ValueError):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+            self.tally.add(kind, 0, started)
+            return None
+        self.tally.add(kind, response.status, started)
+        return data if response.status == 200 else None
+
+
+def model_client(client: Client, key: str, deadline: float, index: int) -> None:
+    body = {"api_key": key, "model": MODEL, "prompt": "Say something short."}
+    while time.monotonic() < deadline:
+        client.call("api.php", "POST", "/api.php", body)
+
+
+def chat_client(client: Client, key: str, deadline: float, index: int) -> None:
+    body = {"source": "load", "scope_type": "client", "scope_id": index, "prompt": "Hello!"}
+    while time.monotonic() < deadline:
+        started = client.call("chat start", "POST", "/agent/chat", body)
+        if started is None:
+            continue
+        job_id = started["data"]["job_id"]
+        while time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            status = client.call("job status", "GET", f"/agent/job/{job_id}")
+            if status is not None and status["data"]["status"] in TERMINAL:
+                client.tally.chats_finished += 1
+                break
+
+
+def run_clients(args: tuple[str, str, str, list[int], float]) -> Tally:
+    """The clients ``indexes`` of one process, each in a thread, until ``deadline``."""
+    phase, base_url, key, indexes, seconds = args
+    deadline = time.monotonic() + seconds
+    loop = model_client if phase == "api.php" else chat_client
+    tally = Tally()
+    threads = [
+        threading.Thread(target=loop, args=(Client(base_url, key, tally), key, deadline, i))
+        for i in indexes
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally
+
+
+def terminate_connections(db_url: str, every: float, stop: threading.Event) -> list[int]:
+    """Every ``every`` seconds, has PostgreSQL drop every connection to the database."""
+    import psycopg
+
+    dropped: list[int] = []
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        while not stop.wait(every):
+            row = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+            dropped.append(row[0])
+    return dropped
+
+
+def load(phase: str, base_url: str, key: str, args, db_url: str) -> tuple[Tally, float, list]:
+    shares = [list(range(args.clients))[i::PROCESSES] for i in range(PROCESSES)]
+    stop, dropped = threading.Event(), []
+    dropper = None
+    if args.terminate_every:
+        dropper = threading.Thread(
+            target=lambda: dropped.extend(terminate_connections(db_url, args.terminate_every, stop))
+        )
+        dropper.start()
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(PROCESSES) as pool:
+        tallies = pool.map(
+            run_clients, [(phase, base_url, key, share, args.seconds) for share in shares]
+        )
+    elapsed = time.perf_counter() - started
+    stop.set()
+    if dropper is not None:
+        dropper.join()
+    total = Tally()
+    for tally in tallies:
+        total.merge(tally)
+    return total, elapsed, dropped
+
+
+def not_terminal(db_url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(db_url) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM agents_job WHERE status NOT IN ('finished', 'failed', "
+            "'cancelled')"
+        ).fetchone()[0]
+
+
+def rows_of(phase: str, tally: Tally, elapsed: float) -> list[list[object]]:
+    rows = []
+    for kind, values in sorted(tally.latencies_ms.items()):
+        values.sort()
+        statuses = {st: n for (k, st), n in tally.statuses.items() if k == kind}
+        rows.append(
+            [
+                f"{phase}: {kind}",
+                len(values),
+                round(percentile(values, 50), 1),
+                round(percentile(values, 99), 1),
+                round(len(values) / elapsed, 1),
+                sum(n for st, n in statuses.items() if st >= 500),
+                sum(n for st, n in statuses.items() if st != 200 and st < 500),
+            ]
+        )
+    return rows
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=60.0, help="of each phase")
+    parser.add_argument("--settle", type=float, default=60.0, help="wait before counting jobs")
+    parser.add_argument("--terminate-every", type=float, default=0.0, metavar="SECONDS")
+    args = parser.parse_args(argv)
+    if min(args.clients, args.seconds) <= 0 or args.settle < 0 or args.terminate_every < 0:
+        parser.error("--clients and --seconds must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    drops = f", every connection dropped every {args.terminate_every:g} s" * bool(
+        args.terminate_every
+    )
+    print(
+        f"load: {args.clients} clients x {args.seconds:g} s per phase; gunicorn 2x8 and a "
+        f"qcluster with 2 workers on PostgreSQL; {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.2f}{drops}; times in ms"
+    )
+    with (
+        runtime_process(models=(MODEL,)) as fast,
+        runtime_process(models=(MODEL,), kind="tests") as full,
+        postgres_database() as db_url,
+        temp_dir("llmgw-bench-var-") as var_dir,
+    ):
+        # /api.php calls the fast runtime; the agents' profile model lives on the full one
+        # (streaming, tokenizer), routed by AGENT_MODEL's default endpoint.
+        env = service_env(db_url, runtime_url=fast.url, var_dir=var_dir, Q_WORKERS=2)
+        chat_env = {**env, "MODEL_RUNTIME_URL": full.url, "AGENT_MODEL": MODEL}
+        manage(chat_env, "migrate", "--no-input")
+        key = create_api_key(env, name="load", scopes="model,agent")
+        rows, dropped = [], []
+        with gunicorn(env) as server:
+            tally, elapsed, drop = load("api.php", server.url, key, args, db_url)
+            rows += rows_of("api.php", tally, elapsed)
+            dropped += drop
+        with gunicorn(chat_env) as server, qcluster(chat_env):
+            tally, elapsed, drop = load("chat", server.url, key, args, db_url)
+            rows += rows_of("chat", tally, elapsed)
+            dropped += drop
+            time.sleep(args.settle)
+            waiting = not_terminal(db_url)
+    print(table(["phase", "requests", "p50", "p99", "req/s", "5xx", "other failures"], rows))
+    print(f"chats finished during the load: {tally.chats_finished}")
+    if dropped:
+        print(f"connections terminated: {len(dropped)} times, {sum(dropped)} connections")
+    five_xx = sum(int(row[5] or 0) for row in rows)
+    print(f"jobs not terminal {args.settle:g} s after the load: {waiting}")
+    met = five_xx == 0 and waiting == 0
+    print(
+        f"targets: 5xx {five_xx} (0), jobs not terminal {waiting} (0) -- "
+        + ("met" if met else "MISSED")
+    )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,400 @@
+"""Benchmark of the chat agent's memory: does the fact a question asks about reach the
+prompt, found by its words or by its meaning, and what does one turn's retrieval cost.
+
+    .venv/bin/python bench/memory.py [--only sqlite|postgres] [--repeat N]
+
+For each database (a migrated SQLite temp file; a throwaway PostgreSQL database):
+
+* **Recall.** Conversations of 100, 1,000 and 10,000 messages of varied length (one-word
+  answers, chat lines, paragraphs, and pastes of 800-1,700 tokens, near the default
+  profile's 2,048-token window), with the facts of ``bench/memory_facts.py`` told at
+  random depths. Each fact is asked about twice as a new chat, once with a question
+  that shares words with it and once with a paraphrase that shares none. The score is
+  the share of questions whose fact is in the prompt the agent builds before its first
+  model call (the default profile's budget; no model is called), with the search in
+  text-only mode (``EMBEDDING_BACKEND=none``) and hybrid (the local embedder), side by
+  side. Targets, hybrid, at every depth: >= 0.98 with shared words, >= 0.90 for
+  paraphrases.
+* **Cost.** One turn's retrieval (the agent's ``search_history`` in hybrid mode plus
+  its ``read_history``, the question's vector already made, as the chat job makes it when
+  it stores the question) in conversations of 1,000, 10,000 and 100,000 messages, text
+  only beside it, embedding the question apart, and the whole preparation of a turn
+  (context, retrieval, context again); median and p90 of N.
+  Targets: retrieval p50 <= 50 ms at 10,000 and <= 500 ms at 100,000 messages.
+
+Vectors are made by the local embedder once per distinct text (the conversations reuse
+a pool of generated messages) and stored as the worker stores them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import DATABASES, PROJECT_DIR, manage, python, service_env, table
+from bench.context import NAMES, PLACES, TOPICS, filler
+from bench.memory_facts import FACTS
+
+RECALL_DEPTHS = (100, 1_000, 10_000)
+COST_SIZES = (1_000, 10_000, 100_000)
+TARGET_SHARED = 0.98
+TARGET_PARAPHRASE = 0.90
+TARGET_P50_MS = {10_000: 50.0, 100_000: 500.0}
+POOL = 3000  # distinct ordinary messages
+SHORT = ("Ok.", "Thanks!", "Sure, go ahead.", "Yes.", "No, not yet.", "Got it.", "Haha, true.")
+
+
+# --- Generated messages ---------------------------------------------------------------------
+
+
+def paragraph(rng: random.Random, sentences: int) -> str:
+    return " ".join(filler(rng) for _ in range(sentences))
+
+
+def paste(rng: random.Random, tokens: int) -> str:
+    """A log or data paste of about ``tokens`` tokens (by the heuristic)."""
+    lines, count = [], 0
+    while count < tokens:
+        line = (
+            f"{rng.randint(10, 23)}:{rng.randint(10, 59)}:{rng.randint(10, 59)} "
+            f"{rng.choice(('INFO', 'WARN', 'DEBUG'))} worker {rng.choice(NAMES).lower()} "
+            f"handled request for {rng.choice(PLACES)} in {rng.randint(1, 999)} ms"
+        )
+        lines.append(line)
+        count += 30
+    return "Here is the log: " + "\n".join(lines)
+
+
+def pool(rng: random.Random) -> list[str]:
+    """Distinct ordinary messages: mostly chat lines, some short, some long, a few pastes."""
+    texts: set[str] = set()
+    while len(texts) < POOL:
+        kind = rng.random()
+        if kind < 0.12:
+            texts.add(rng.choice(SHORT) + f" ({rng.choice(TOPICS)})")
+        elif kind < 0.80:
+            texts.add(filler(rng))
+        elif kind < 0.97:
+            texts.add(paragraph(rng, rng.randint(4, 12)))
+        else:
+            texts.add(paste(rng, rng.randint(800, 1700)))
+    return sorted(texts)
+
+
+def _stems(text: str) -> set[str]:
+    from conversations.search import _stem, keywords
+
+    return {_stem(word) for word in keywords(text)}
+
+
+# --- The worker: Django in this process, on the benchmark's database ----------------------------
+
+
+class Worker:
+    def __init__(self, cache: Path) -> None:
+        import django
+
+        django.setup()
+        from agents.models import AgentProfile
+        from gateway.services import api_key_create
+
+        self.rng = random.Random(20261123)
+        self.key, _ = api_key_create(name="bench", rate_limit_per_minute=0)
+        self.profile = AgentProfile.objects.get(name="default")
+        self.pool = pool(self.rng)
+        texts = self.pool + [f for f, _, _ in FACTS]
+        self.vectors = self._embed_all(texts, cache)
+
+    def _embed_all(self, texts: list[str], cache: Path) -> dict[str, object]:
+        import numpy as np
+
+        from gateway import embeddings
+
+        digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+        path = cache / f"vectors-{digest}.npy"
+        if path.exists():
+            matrix = np.load(path)
+        else:
+            matrix = embeddings.embed(texts)
+            np.save(path, matrix)
+        return dict(zip(texts, matrix, strict=True))
+
+    def fill(self, scope_id: str, size: int, planted: dict[int, str]) -> object:
+        from conversations import services, vectors
+        from conversations.models import Message
+        from gateway import embeddings
+
+        conversation = services.conversation_get_or_create(
+            owner_id=self.key.owner_id, source="bench", scope_type="memory",
+            scope_id=scope_id, profile=self.profile,
+        )  # fmt: skip
+        for start in range(1, size + 1, 10_000):
+            services.messages_import(
+                conversation=conversation,
+                messages=[
+                    ("user" if seq % 2 else "assistant",
+                     planted.get(seq) or self.rng.choice(self.pool))
+                    for seq in range(start, min(start + 10_000, size + 1))
+                ],
+            )  # fmt: skip
+        rows = list(
+            Message.objects.filter(conversation=conversation).values_list(
+                "id", "conversation_id", "seq", "content"
+            )
+        )
+        import numpy as np
+
+        for start in range(0, len(rows), 5000):
+            part = rows[start : start + 5000]
+            matrix = np.vstack([self.vectors[content] for *_, content in part])
+            vectors._store([(a, b, c) for a, b, c, _ in part], matrix, embeddings.model_id())
+        return conversation
+
+    def analyze(self) -> None:
+        from django.db import connection
+
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE conversations_message")
+                cursor.execute("ANALYZE conversations_messageembedding")
+
+    def prepare(self, conversation, question: str) -> tuple[object, float]:
+        """Starts a chat as the API does and runs its job up to the first model call; the
+        question is deleted afterwards so that it does not become history."""
+        from agents import services as jobs
+        from agents.context import JobContext
+        from conversations import services, tokens
+        from conversations.chat_agent import ChatTurn
+        from conversations.models import Message, Role
+        from conversations.selectors import message_of_job
+
+        _, job, _ = services.chat_start(
+            api_key=self.key, source="bench", scope_type="memory",
+            scope_id=conversation.scope_id, prompt=question,
+            prompt_tokens=tokens.estimate(question), profile=self.profile,
+        )  # fmt: skip
+        claimed = jobs.job_claim(job.pk, token="bench")
+        assert claimed is not None, "the chat job could not be claimed"
+        started = time.perf_counter()
+        turn = ChatTurn(JobContext(claimed, "bench"), message_of_job(claimed, Role.USER))
+        context = turn.prepare(offer_tools=True)
+        elapsed = time.perf_counter() - started
+        jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
+        Message.objects.filter(job=claimed).delete()
+        return context, elapsed
+
+    def recall(self) -> dict:
+        from django.conf import settings
+
+        result = {}
+        for depth in RECALL_DEPTHS:
+            count = min(len(FACTS), max(10, depth // 10))
+            chosen = self.rng.sample(FACTS, count)
+            seqs = self.rng.sample(range(1, depth - 1), count)
+            planted = {seq: fact for seq, (fact, _, _) in zip(seqs, chosen, strict=True)}
+            conversation = self.fill(f"recall-{depth}", depth, planted)
+            self.analyze()
+            scores = {}
+            for backend, label in (("none", "text"), ("local", "hybrid")):
+                settings.EMBEDDING_BACKEND = backend
+                for kind, index in (("shared", 1), ("paraphrase", 2)):
+                    found = 0
+                    for entry in chosen:
+                        context, _ = self.prepare(conversation, entry[index])
+                        found += entry[0] in context.prompt
+                    scores[f"{kind}_{label}"] = found / count
+            settings.EMBEDDING_BACKEND = "local"
+            result[depth] = {"questions": count, **scores}
+        return result
+
+    def cost(self, repeat: int) -> dict:
+        from conversations import selectors
+        from conversations.retrieval import find_messages
+        from gateway import embeddings
+
+        result = {}
+        conversations = {size: self.fill(f"cost-{size}", size, {}) for size in COST_SIZES}
+        self.analyze()
+        questions = [q for _, shared, para in FACTS for q in (shared, para)]
+        timings: dict[int, dict[str, list[float]]] = {
+            size: {"hybrid": [], "text": [], "prepare": [], "embed": []} for size in COST_SIZES
+        }
+        for n in range(repeat + 2):
+            for size in COST_SIZES:  # sizes take turns: a noisy neighbour slows all alike
+                conversation = conversations[size]
+                question = self.rng.choice(questions)
+                # The chat job embeds its question when it starts (the vector it stores);
+                # its search then finds that vector in the embedder's cache. Timed apart.
+                started = time.perf_counter()
+                embeddings.forget()
+                embeddings.embed_query(question)
+                if n >= 2:
+                    timings[size]["embed"].append((time.perf_counter() - started) * 1000)
+                for mode in ("hybrid", "text"):
+                    started = time.perf_counter()
+                    found = find_messages(
+                        conversation_id=conversation.pk, query=question, limit=10,
+                        before_seq=size - 20, mode=mode,
+                    )  # fmt: skip
+                    if found.rows:
+                        selectors.messages_before(
+                            conversation_id=conversation.pk,
+                            before_seq=found.rows[0]["seq"] + 2,
+                            limit=3,
+                        )
+                    if n >= 2:
+                        timings[size][mode].append((time.perf_counter() - started) * 1000)
+                _, elapsed = self.prepare(conversation, question)
+                if n >= 2:
+                    timings[size]["prepare"].append(elapsed * 1000)
+        for size, measured in timings.items():
+            result[size] = {
+                name: {
+                    "p50": statistics.median(values),
+                    "p90": sorted(values)[int(0.9 * (len(values) - 1))],
+                }
+                for name, values in measured.items()
+            }
+        return result
+
+
+def worker_main(repeat: int, cache: Path) -> dict:
+    worker = Worker(cache)  # sets Django up
+    from conversations.search import backend
+
+    return {"search": backend(), "recall": worker.recall(), "cost": worker.cost(repeat)}
+
+
+# --- The driver ----------------------------------------------------------------------------
+
+
+def check_facts() -> list[str]:
+    """Paraphrases that share a word stem with their fact (they would not test meaning)."""
+    bad = []
+    for fact, shared, paraphrase in FACTS:
+        if _stems(paraphrase) & _stems(fact):
+            bad.append(f"{paraphrase!r} shares {_stems(paraphrase) & _stems(fact)}")
+        if not _stems(shared) & _stems(fact):
+            bad.append(f"{shared!r} shares no word with its fact")
+    return bad
+
+
+def run_database(name: str, repeat: int, cache: Path) -> dict:
+    with DATABASES[name]() as url:
+        env = service_env(url, runtime_url="http://127.0.0.1:9", EMBEDDING_BACKEND="local")
+        manage(env, "migrate")
+        done = subprocess.run(
+            [python(), str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat),
+             "--cache", str(cache)],
+            cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=5400,
+        )  # fmt: skip
+        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if done.returncode != 0 or line is None:
+            raise RuntimeError(f"the {name} worker failed:\n{done.stdout}\n{done.stderr}")
+        return json.loads(line.removeprefix("RESULT "))
+
+
+def report(name: str, result: dict) -> bool:
+    print(f"\n== {name} (full-text search: {result['search']}; budget: default profile) ==")
+    ok = True
+    rows = []
+    for depth in RECALL_DEPTHS:
+        r = result["recall"][str(depth)]
+        met = r["shared_hybrid"] >= TARGET_SHARED and r["paraphrase_hybrid"] >= TARGET_PARAPHRASE
+        ok &= met
+        rows.append(
+            [f"{depth:,}", r["questions"], r["shared_text"], r["shared_hybrid"],
+             r["paraphrase_text"], r["paraphrase_hybrid"], "yes" if met else "NO"]
+        )  # fmt: skip
+    print(
+        table(
+            [
+                "messages",
+                "facts",
+                "shared: text",
+                "shared: hybrid",
+                "paraphrase: text",
+                "paraphrase: hybrid",
+                "targets met",
+            ],
+            rows,
+        )
+    )
+    print(f"(targets, hybrid: shared >= {TARGET_SHARED}, paraphrase >= {TARGET_PARAPHRASE})\n")
+    rows = []
+    for size in COST_SIZES:
+        c = result["cost"][str(size)]
+        target = TARGET_P50_MS.get(size)
+        met = "" if target is None else ("yes" if c["hybrid"]["p50"] <= target else "NO")
+        ok &= met != "NO"
+        rows.append(
+            [f"{size:,}", c["hybrid"]["p50"], c["hybrid"]["p90"], c["text"]["p50"],
+             c["embed"]["p50"], c["prepare"]["p50"], c["prepare"]["p90"],
+             f"<= {target:.0f}" if target else "", met]
+        )  # fmt: skip
+    print(
+        table(
+            [
+                "messages",
+                "retrieval p50 ms",
+                "p90 ms",
+                "text-only p50 ms",
+                "embed question ms",
+                "turn prep p50 ms",
+                "p90 ms",
+                "target p50",
+                "met",
+            ],
+            rows,
+        )
+    )
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=15, help="timed turns per size")
+    parser.add_argument("--only", choices=sorted(DATABASES), help="one database only")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--cache", type=Path, help="keep the computed vectors in this folder for the next run"
+    )
+    args = parser.parse_args(argv)
+    if args.worker:
+        print("RESULT " + json.dumps(worker_main(args.repeat, args.cache)), flush=True)
+        return 0
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    bad = check_facts()
+    if bad:
+        print("Facts that do not test what they should:\n" + "\n".join(bad))
+        return 2
+    print(f"bench/memory.py on {platform.node()}, {os.cpu_count()} CPUs, "
+          f"{platform.python_version()}, {len(FACTS)} facts")  # fmt: skip
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="llmgw-memory-") as temporary:
+        cache = args.cache or Path(temporary)
+        cache.mkdir(parents=True, exist_ok=True)
+        for name in [args.only] if args.only else list(DATABASES):
+            started = time.perf_counter()
+            ok &= report(name, run_database(name, args.repeat, cache.resolve()))
+            print(f"({time.perf_counter() - started:.0f} s)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Database connections that the server dropped: noticed, replaced, and the work done once more.
+
+A database restart, a failover or ``pg_terminate_backend`` cuts every connection at once.
+Django notices a dead connection only through the health check at the start of a request,
+which ``config.postgresql`` skips for a connection used a moment ago, and which a worker
+process or a thread of our own never runs. So the first statement on a dropped connection
+fails. Here that statement is retried once, on a new connection, when it is safe to: outside
+a transaction (inside one, the transaction's earlier work is gone with the connection) and
+only when the connection really is gone (a round trip says so), never for errors of the
+statement itself.
+"""
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _dropped(alias: str) -> bool:
+    """Whether the connection of ``alias`` is open but no longer answers (one round trip)."""
+    connection = connections[alias]
+    return connection.connection is not None and not connection.is_usable()
+
+
+def close_dropped_connections() -> None:
+    """Closes this thread's connections that no longer answer, outside transactions, so that
+    the next statement opens a new one. A worker calls it before each task."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block and _dropped(connection.alias):
+            logger.warning("Database connection %r was dropped; replacing it", connection.alias)
+            _replace(connection)
+
+
+def retry_if_dropped(
+    func: Callable[P, T], *args: P.args, using: str = DEFAULT_DB_ALIAS, **kwargs: P.kwargs
+) -> T:
+    """``func(*args, **kwargs)``, run once more on a new connection if the first run met a
+    connection the server had dropped. ``func`` must be safe to repeat: a read, or one
+    statement in autocommit mode that the dropped connection cannot have committed."""
+    try:
+        return func(*args, **kwargs)
+    except (OperationalError, InterfaceError):
+        if connections[using].in_atomic_block or not replace_if_dropped(using):
+            raise
+    return func(*args, **kwargs)
+
+
+def replace_if_dropped(using: str = DEFAULT_DB_ALIAS) -> bool:
+    """After a database error: whether the connection had been dropped by the server; if so
+    it is closed, and the next statement opens a new one."""
+    if not _dropped(using):
+        return False
+    logger.warning("Database connection %r was dropped; replacing it", using)
+    _replace(connections[using])
+    return True
+
+
+def _replace(connection: BaseDatabaseWrapper) -> None:
+    """Closes a dropped connection. With a connection pool (``OPTIONS["pool"]``) the server
+    has most likely dropped the pool's idle connections too, which the pool hands out
+    unchecked when they were in use a moment ago: they are all checked now, once, so that
+    the retry does not get another dead one."""
+    connection.close()
+    pool = getattr(connection, "pool", None)
+    if pool is not None:
+        pool.check()
+
+
+# PostgreSQL's "operator intervention" states that end a session: terminated by an
+# administrator (pg_terminate_backend), by a server crash, or refused while it starts.
+_SESSION_ENDED = frozenset({"57P01", "57P02", "57P03"})
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from or while handling, says that the
+    database connection was lost rather than that a statement failed: the PostgreSQL
+    driver's error of a session the server ended, or of a connection it found closed."""
+    try:
+        import psycopg
+    except ImportError:  # no PostgreSQL here
+        return False
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain of causes is short; never loop on a cycle
+        if seen is None:
+            break
+        if isinstance(seen, psycopg.OperationalError):
+            sqlstate = getattr(seen, "sqlstate", None)
+            if sqlstate is None or sqlstate in _SESSION_ENDED:
+                return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def retry_if_dropped_before_commit(func: Callable[P, T]) -> Callable[P, T]:
+    """Runs ``func``, a service that reads and then writes in a transaction of its own, once
+    more on a new connection if one of its statements met a connection the server had
+    dropped: the server then discarded the transaction, so nothing of the first run stays.
+    A failing commit is not retried (the server may have committed before it was cut)."""
+
+    @functools.wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        connection = connections[DEFAULT_DB_ALIAS]
+        if connection.in_atomic_block:
+            return func(*args, **kwargs)
+        lost: list[BaseException] = []
+
+        def watch(execute, sql, params, many, context):
+            try:
+                return execute(sql, params, many, context)
+            except (OperationalError, InterfaceError) as exc:
+                if is_connection_loss(exc):
+                    lost.append(exc)
+                raise
+
+        try:
+            with connection.execute_wrapper(watch):
+                return func(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            if not lost:
+                raise
+            logger.warning("Database connection was dropped before the commit; once more")
+            replace_if_dropped()
+        return func(*args, **kwargs)
+
+    return run

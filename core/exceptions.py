@@ -1,0 +1,160 @@
+"""The errors business code raises. They carry a message and details, never an HTTP status:
+``core.errors`` maps each class to its status and ``error`` id in one table.
+
+Services, selectors, the runtime client and the job runner raise and catch these; only the
+exception handler knows what they look like on the wire.
+"""
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """A failure the caller can be told about: a message and a details object."""
+
+    default_message = "The request failed."
+
+    def __init__(self, message: str | None = None, *, details: dict[str, Any] | None = None):
+        self.message = message or self.default_message
+        self.details = dict(details or {})
+        super().__init__(self.message)
+
+
+# --- Input ---------------------------------------------------------------------------------
+
+
+class InvalidJson(DomainError):
+    default_message = "The request body is not valid JSON."
+
+
+class InvalidInput(DomainError):
+    """Field problems: ``fields`` is ``{name: [messages]}``."""
+
+    default_message = "Invalid input."
+
+    def __init__(self, fields: dict[str, list[str]], message: str | None = None):
+        super().__init__(message, details={"fields": fields})
+        self.fields = fields
+
+
+class PayloadTooLarge(DomainError):
+    default_message = "The request body is too large."
+
+    def __init__(self, max_bytes: int):
+        super().__init__(details={"max_bytes": max_bytes})
+
+
+class BadRequest(DomainError):
+    default_message = "Bad request."
+
+
+# --- Keys and permissions ------------------------------------------------------------------
+
+
+class InvalidApiKey(DomainError):
+    default_message = "The API key is missing, unknown, revoked or expired."
+
+
+class Forbidden(DomainError):
+    default_message = "You may not do this."
+
+
+class ModelNotAllowed(DomainError):
+    def __init__(self, model: str):
+        super().__init__(f"This key may not use the model {model!r}.", details={"model": model})
+
+
+class RateLimited(DomainError):
+    def __init__(self, *, limit: int, retry_after: int):
+        super().__init__(
+            f"This key may make {limit} requests per minute.",
+            details={"limit_per_minute": limit, "retry_after": retry_after},
+        )
+        self.retry_after = retry_after
+
+
+# --- Lookups -------------------------------------------------------------------------------
+
+
+class NotFound(DomainError):
+    default_message = "Not found."
+
+
+class JobNotFound(NotFound):
+    def __init__(self, job_id: str):
+        super().__init__("No job with this id.", details={"job_id": job_id})
+
+
+class ConversationNotFound(NotFound):
+    def __init__(self, conversation_id: str):
+        super().__init__(
+            "No conversation with this id.", details={"conversation_id": conversation_id}
+        )
+
+
+class UnknownProfile(DomainError):
+    def __init__(self, name: str | None):
+        super().__init__(f"No agent profile named {name!r}.", details={"profile": name})
+
+
+# --- Jobs ----------------------------------------------------------------------------------
+
+
+class JobNotCancellable(DomainError):
+    def __init__(self, *, job_id: str, status: str):
+        super().__init__(
+            f"The job is {status} and cannot be cancelled.",
+            details={"status": status, "job_id": job_id},
+        )
+        self.status = status
+
+
+# --- The model runtime ---------------------------------------------------------------------
+
+
+class RuntimeFailure(DomainError):
+    """Base of what can go wrong when calling a model runtime."""
+
+    default_message = "The model runtime answered with an error."
+
+
+class RuntimeUnavailable(RuntimeFailure):
+    default_message = "The model runtime cannot be reached."
+
+
+class RuntimeAnswerError(RuntimeFailure):
+    """The runtime answered an error (or something unreadable)."""
+
+
+class RuntimeBusy(RuntimeFailure):
+    default_message = "The model runtime is busy; try again."
+
+
+class RuntimeTimeout(RuntimeFailure):
+    default_message = "The model runtime did not answer in time."
+
+
+class RuntimeRejected(RuntimeFailure):
+    """The runtime refused the request as invalid (a 4xx other than an unknown model)."""
+
+    default_message = "The model runtime refused the request."
+
+
+class ContextLengthExceeded(RuntimeFailure):
+    """The prompt (with the answer's room) does not fit the model's context."""
+
+    default_message = "The prompt is longer than the model's context."
+
+
+class UnknownModel(RuntimeFailure):
+    def __init__(self, model: str, *, details: dict[str, Any] | None = None):
+        super().__init__(
+            f"The runtime does not know the model {model!r}.",
+            details={"model": model, **(details or {})},
+        )
+
+
+# --- Health --------------------------------------------------------------------------------
+
+
+class NotReady(DomainError):
+    default_message = "A dependency is not available."

@@ -1,0 +1,84 @@
+"""How the OpenAPI schema documents error answers: per operation and status, the error ids
+that operation can answer, as an enum (so a client, and the schema tests, know them all)."""
+
+from collections.abc import Iterable
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
+from rest_framework import serializers
+
+from core.serializers import ErrorResponseSerializer
+
+# What any operation may answer, whatever it does. (A method an endpoint does not have is
+# 405 method_not_allowed: that is no operation, so the schema cannot list it.)
+ANY_ENDPOINT: dict[int, tuple[str, ...]] = {
+    413: ("payload_too_large",),
+    500: ("internal_error",),
+}
+# The key checks of the /agent/... endpoints.
+AGENT_KEY: dict[int, tuple[str, ...]] = {401: ("invalid_api_key",), 403: ("forbidden",)}
+# A JSON body read by DRF's parser.
+JSON_BODY: dict[int, tuple[str, ...]] = {
+    400: ("invalid_json", "validation_error"),
+    415: ("unsupported_media_type",),
+}
+
+
+def merge(*tables: dict[int, Iterable[str]]) -> dict[int, tuple[str, ...]]:
+    merged: dict[int, list[str]] = {}
+    for table in tables:
+        for status, ids in table.items():
+            merged.setdefault(status, [])
+            merged[status] += [i for i in ids if i not in merged[status]]
+    return {status: tuple(ids) for status, ids in sorted(merged.items())}
+
+
+def error_responses(operation: str, *tables: dict[int, Iterable[str]]) -> dict:
+    """The error answers of one operation: a component ``<operation>Error<status>`` per
+    status, whose ``error`` is one of the ids listed for it."""
+    responses = {}
+    for status, ids in merge(*tables).items():
+        # A CharField documented as an enum: the ids are documentation, not validation.
+        field = extend_schema_field({"type": "string", "enum": list(ids)})(
+            type(f"{operation}Error{status}Field", (serializers.CharField,), {})
+        )
+        error = field(help_text="Stable snake_case error id.")
+        shape = type(
+            f"{operation}Error{status}Serializer", (ErrorResponseSerializer,), {"error": error}
+        )
+        responses[status] = OpenApiResponse(shape, description=", ".join(f"`{i}`" for i in ids))
+    return responses
+
+
+def _link(operation: str, parameter: str, pointer: str, description: str) -> dict:
+    return {
+        "operationId": operation,
+        "parameters": {parameter: f"$response.body#{pointer}"},
+        "description": description,
+    }
+
+
+# What a success answer leads to: OpenAPI links, which clients and schemathesis' stateful
+# tests follow (a started job's id feeds its status and cancel calls).
+LINKS: dict[str, dict[str, dict]] = {
+    "job_start": {
+        "JobStatus": _link("job_status", "job_id", "/data/job_id", "The started job."),
+        "JobCancel": _link("job_cancel", "job_id", "/data/job_id", "Cancel the started job."),
+    },
+    "chat_start": {
+        "JobStatus": _link("job_status", "job_id", "/data/job_id", "The chat's job."),
+        "JobCancel": _link("job_cancel", "job_id", "/data/job_id", "Cancel the chat's job."),
+        "Conversation": _link(
+            "conversation_get", "conversation_id", "/data/conversation_id", "Its messages."
+        ),
+    },
+}
+
+
+def add_links(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: puts :data:`LINKS` on the 200 answers."""
+    for methods in result.get("paths", {}).values():
+        for operation in methods.values():
+            links = LINKS.get(operation.get("operationId"))
+            if links:
+                operation["responses"]["200"]["links"] = links
+    return result

@@ -1,0 +1,146 @@
+"""The one module that turns texts into embedding vectors, whichever backend serves them.
+
+``EMBEDDING_BACKEND`` chooses:
+
+* ``local`` (the default): all-MiniLM-L6-v2, int8 ONNX, run in this process by
+  onnxruntime (``gateway.local_embedder``); nothing is fetched at run time.
+* ``runtime``: the model runtime's own endpoint, Ollama ``POST /api/embed`` or the
+  OpenAI-compatible ``POST /v1/embeddings``, for ``EMBEDDING_MODEL``, through the same
+  routing (``ModelRoute``, ``MODEL_RUNTIME_URL``) and HTTP session as generation.
+* ``none``: no embeddings; search is full text only.
+
+Every vector comes back as float32, L2-normalised, with :func:`model_id`, the name
+stored beside it: vectors of two different models are never compared. Failures raise
+:class:`EmbeddingUnavailable`, and callers fall back to full text.
+"""
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from django.conf import settings
+
+from core.errors import error_id
+from core.exceptions import RuntimeBusy, RuntimeFailure, RuntimeUnavailable
+from gateway import protocols, routing, runtime
+
+# Errors after which the next endpoint of the model is tried.
+_FAILOVER_ERRORS = (RuntimeUnavailable, RuntimeBusy)
+_CACHE_SIZE = 256
+
+
+class EmbeddingUnavailable(Exception):
+    """No vector could be had: the backend is ``none``, down, or failed."""
+
+
+def backend() -> str:
+    return settings.EMBEDDING_BACKEND
+
+
+def model_id() -> str | None:
+    """The name stored with each vector (backend and model), or None for ``none``."""
+    if backend() == "local":
+        from gateway import local_embedder
+
+        return f"local:{local_embedder.MODEL_NAME}"
+    if backend() == "runtime":
+        return f"runtime:{settings.EMBEDDING_MODEL}"
+    return None
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def _reason(err: RuntimeFailure) -> str:
+    said = err.details.get("runtime_message")
+    return f"{error_id(err)}: {err.message}" + (f" ({said})" if said else "")
+
+
+def _runtime_embed(texts: list[str]) -> np.ndarray:
+    model = settings.EMBEDDING_MODEL
+    last: RuntimeFailure | None = None
+    for endpoint in routing.endpoints_for(model):
+        path, body = protocols.embed_request(endpoint, model, texts)
+        try:
+            data = runtime.post_json(
+                endpoint, path, body, model=model, read_timeout=settings.EMBEDDING_TIMEOUT
+            )
+        except RuntimeFailure as err:
+            if not isinstance(err, _FAILOVER_ERRORS):
+                raise EmbeddingUnavailable(_reason(err)) from err
+            routing.mark_failed(endpoint)
+            last = err
+            continue
+        try:
+            vectors = protocols.parse_embeddings(endpoint, data, len(texts))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EmbeddingUnavailable(f"unreadable embedding answer: {exc}") from exc
+        return np.asarray(vectors, dtype=np.float32)
+    assert last is not None
+    raise EmbeddingUnavailable(_reason(last))
+
+
+def _embed_uncached(texts: list[str]) -> np.ndarray:
+    name = backend()
+    if name == "none":
+        raise EmbeddingUnavailable("EMBEDDING_BACKEND is none")
+    if name == "runtime":
+        return _normalised(_runtime_embed(texts))
+    from gateway import local_embedder
+
+    try:
+        return _normalised(local_embedder.embed(texts))
+    except Exception as exc:  # a broken install or model file: search goes on without it
+        raise EmbeddingUnavailable(f"local embedder failed: {type(exc).__name__}: {exc}") from exc
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """The vectors of ``texts`` (one row each), by the configured backend, in batches of
+    ``EMBEDDING_BATCH_SIZE``. Raises EmbeddingUnavailable."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    # Batches of texts of similar length: a batch is padded to its longest text.
+    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+    size = settings.EMBEDDING_BATCH_SIZE
+    parts = [
+        _embed_uncached([texts[index] for index in order[start : start + size]])
+        for start in range(0, len(texts), size)
+    ]
+    stacked = np.vstack(parts)
+    vectors = np.empty_like(stacked)
+    vectors[order] = stacked
+    return vectors
+
+
+# A question is embedded when its message is stored and again as the search's query:
+# the few most recent texts are kept per process so that the second time is free.
+_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def embed_query(text: str) -> np.ndarray:
+    """One text's vector, through a small per-process cache. Raises EmbeddingUnavailable."""
+    key = (model_id() or "", text)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    vector = embed([text])[0]
+    remember(text, vector)
+    return vector
+
+
+def remember(text: str, vector: np.ndarray) -> None:
+    """Keeps ``text``'s vector for :func:`embed_query`."""
+    with _cache_lock:
+        _cache[(model_id() or "", text)] = vector
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def forget() -> None:
+    """Empties the query cache (after a backend or model change, and in tests)."""
+    with _cache_lock:
+        _cache.clear()

@@ -1,0 +1,81 @@
+"""POST /api.php under the production server's request path (uvicorn serving config.asgi):
+many model calls in flight in one process, no database connection held while they wait,
+and a client that goes away cancels its call."""
+
+import json
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from gateway.models import UsageRecord
+from tests.asgi import IN_FLIGHT, hold_slow_calls, post
+from tests.factories import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def test_many_slow_calls_are_in_flight_at_once_and_a_fast_call_is_not_blocked(
+    asgi_server, runtime, make_key, settings
+):
+    _, key = make_key()
+    release = hold_slow_calls(runtime, settings)
+    slow = {"api_key": key, "model": "test-model", "prompt": "slow"}
+    with ThreadPoolExecutor(IN_FLIGHT) as clients:
+        calls = [clients.submit(post, asgi_server, slow) for _ in range(IN_FLIGHT)]
+        wait_for(lambda: len(runtime.generate_requests()) == IN_FLIGHT, what="calls in flight")
+        status, body = post(asgi_server, {**slow, "prompt": "fast"})
+        assert (status, body["response"]) == (200, "quick")
+        assert not any(call.done() for call in calls)  # all still waiting on the model
+        release.set()
+        answers = [call.result() for call in calls]
+    assert [(status, body["response"]) for status, body in answers] == [(200, "late")] * IN_FLIGHT
+    assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT + 1
+
+
+def test_a_client_that_goes_away_closes_its_runtime_call_and_is_recorded_cancelled(
+    asgi_server, runtime, make_key
+):
+    from tests.runtime_server import Reply
+
+    _, key = make_key()
+    runtime.script = lambda prompt, body: Reply(text="too late", delay=30)
+    payload = json.dumps({"api_key": key, "model": "test-model", "prompt": "p"}).encode()
+    with socket.create_connection(asgi_server) as client:
+        client.sendall(
+            b"POST /api.php HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
+        )
+        wait_for(lambda: runtime.generate_requests(), what="the call to reach the runtime")
+    wait_for(lambda: runtime.closed_early == 1, what="the runtime to see the hang-up")
+    record = wait_for(lambda: UsageRecord.objects.filter(error="cancelled").first())
+    assert record.status == 499
+    assert UsageRecord.objects.count() == 1
+
+
+def test_the_admin_logs_in_and_keeps_its_session_under_the_asgi_server(
+    asgi_server, plain_static_storage
+):
+    import re
+
+    import requests
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_superuser("root", "root@example.com", "a-long-password-9")
+    base = f"http://{asgi_server[0]}:{asgi_server[1]}"
+    with requests.Session() as browser:
+        form = browser.get(f"{base}/admin/login/", timeout=30)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        answer = browser.post(
+            f"{base}/admin/login/?next=/admin/",
+            data={
+                "username": "root",
+                "password": "a-long-password-9",
+                "csrfmiddlewaretoken": token,
+            },
+            headers={"Referer": f"{base}/admin/login/"},
+            timeout=30,
+        )
+        assert answer.status_code == 200 and answer.url == f"{base}/admin/"
+        assert "sessionid" in browser.cookies
+        assert browser.get(f"{base}/admin/", timeout=30).status_code == 200

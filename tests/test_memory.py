@@ -1,0 +1,214 @@
+"""Agent memory by meaning: the embedding client and its backends, stored vectors,
+hybrid search, the catch-up, and the chat agent finding a paraphrased fact."""
+
+import io
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from agents.models import Step
+from conversations import vectors
+from conversations.models import Conversation, Message, MessageEmbedding
+from conversations.retrieval import find_messages
+from conversations.search import keywords
+from gateway import embeddings, local_embedder, routing
+from tests.runtime_server import EMBEDDING_DIMENSION, Reply
+from tests.test_chat import chat, long_conversation, owner_key, reply_of  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+FACTS = {
+    3: "I parked the car on level 3, spot C-42.",
+    9: "My sister's birthday is on the 14th of March.",
+    15: "The wifi password at home is tulip-9981.",
+    21: "I'm allergic to penicillin, so never suggest it.",
+    27: "We adopted a cat called Miso last spring.",
+    33: "I keep the spare key under the blue flowerpot by the door.",
+}
+PARAPHRASES = {
+    3: "Where did I leave my vehicle?",
+    9: "When is my sibling's birthday?",
+    15: "What's the internet passphrase?",
+    21: "Which medicine can't I take?",
+    27: "What is the name of our pet?",
+    33: "Where is the extra house key hidden?",
+}
+
+
+@pytest.fixture
+def runtime_embedder(runtime, settings):
+    """The loopback runtime's embedding endpoint as the backend, for ``test-model``."""
+    settings.EMBEDDING_BACKEND = "runtime"
+    settings.EMBEDDING_MODEL = "test-model"
+    embeddings.forget()
+    yield runtime
+    embeddings.forget()
+
+
+def conversation_of_facts(owner_key, size: int = 60):  # noqa: F811
+    return long_conversation(owner_key, size, facts=FACTS)
+
+
+# --- The embedding client -------------------------------------------------------------------
+
+
+def test_the_local_embedder_gives_normalised_vectors_that_match_by_meaning(settings):
+    assert embeddings.backend() == "local"
+    assert embeddings.model_id() == f"local:{local_embedder.MODEL_NAME}"
+    facts = embeddings.embed(list(FACTS.values()))
+    questions = embeddings.embed(list(PARAPHRASES.values()))
+    assert facts.shape == (6, 384)
+    assert np.allclose(np.linalg.norm(facts, axis=1), 1.0, atol=1e-4)
+    assert list((questions @ facts.T).argmax(axis=1)) == list(range(6))
+
+
+@pytest.mark.parametrize(("api", "path"), [("ollama", "/api/embed"), ("openai", "/v1/embeddings")])
+def test_the_runtime_embedder_calls_the_runtimes_endpoint(runtime_embedder, settings, api, path):
+    settings.MODEL_RUNTIME_API = api
+    routing.clear_cache()
+    vectors_ = embeddings.embed(["red bicycle", "blue car", "red bicycle"])
+    assert vectors_.shape == (3, EMBEDDING_DIMENSION)
+    assert np.allclose(vectors_[0], vectors_[2])
+    [request] = [r for r in runtime_embedder.requests if r.path == path]
+    assert request.body["model"] == "test-model"  # texts are sent shortest first
+    assert request.body["input"] == ["blue car", "red bicycle", "red bicycle"]
+    assert embeddings.model_id() == "runtime:test-model"
+
+
+def test_a_failing_runtime_embedder_raises_unavailable(runtime_embedder):
+    runtime_embedder.embed_error = Reply(status=500, error="embedding model crashed")
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="runtime_error"):
+        embeddings.embed(["anything"])
+
+
+def test_the_none_backend_embeds_nothing(settings):
+    settings.EMBEDDING_BACKEND = "none"
+    assert embeddings.model_id() is None
+    with pytest.raises(embeddings.EmbeddingUnavailable):
+        embeddings.embed(["x"])
+
+
+# --- Stored vectors -----------------------------------------------------------------------------
+
+
+def test_vectors_are_stored_compactly_with_their_model_and_dimension(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 10)
+    assert vectors.embed_pending(conversation_id=conversation.pk) == 10
+    row = MessageEmbedding.objects.get(message__conversation=conversation, seq=3)
+    assert (row.model, row.dimension, len(bytes(row.vector))) == (embeddings.model_id(), 384, 384)
+    assert row.seq == 3 and row.conversation_id == conversation.pk
+    assert vectors.pending(conversation_id=conversation.pk, limit=10) == []
+
+
+def test_deleting_a_message_or_a_conversation_deletes_its_vectors(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 10)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    Message.objects.filter(conversation=conversation, seq=3).delete()
+    assert MessageEmbedding.objects.filter(conversation=conversation).count() == 9
+    Conversation.objects.filter(pk=conversation.pk).delete()
+    assert not MessageEmbedding.objects.exists()
+
+
+def test_a_model_change_re_embeds_and_never_mixes_models(runtime, settings, owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 40)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    local_model = embeddings.model_id()
+    settings.EMBEDDING_BACKEND, settings.EMBEDDING_MODEL = "runtime", "test-model"
+    # Nothing of the new model yet: semantic search finds nothing rather than compare
+    # a runtime vector with local ones.
+    found = find_messages(
+        conversation_id=conversation.pk, query="spare key", limit=5, mode="semantic"
+    )
+    assert (found.mode, found.rows) == ("semantic", [])
+    assert len(vectors.pending(conversation_id=conversation.pk, limit=100)) == 40
+    call_command("embed_history", conversation=conversation.pk, stdout=io.StringIO())
+    models = set(MessageEmbedding.objects.values_list("model", "dimension"))
+    assert models == {("runtime:test-model", EMBEDDING_DIMENSION)}
+    assert local_model not in {m for m, _ in models}
+    found = find_messages(
+        conversation_id=conversation.pk, query=FACTS[33], limit=1, mode="semantic"
+    )
+    assert found.rows[0]["seq"] == 33
+
+
+def test_embed_history_reports_what_it_embedded(owner_key, capsys):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 12)
+    call_command("embed_history")
+    out = capsys.readouterr().out
+    assert "12 messages embedded" in out and embeddings.model_id() in out
+    call_command("embed_history", conversation=conversation.pk)
+    assert "0 messages embedded" in capsys.readouterr().out
+
+
+# --- Hybrid search --------------------------------------------------------------------------
+
+
+def test_a_paraphrase_is_found_by_meaning_but_not_by_words(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    for seq, question in PARAPHRASES.items():
+        text = find_messages(conversation_id=conversation.pk, query=question, limit=3, mode="text")
+        if not set(keywords(question)) & set(keywords(FACTS[seq])):
+            assert seq not in [row["seq"] for row in text.rows]
+        hybrid = find_messages(conversation_id=conversation.pk, query=question, limit=3)
+        assert hybrid.mode == "hybrid"
+        assert hybrid.rows[0]["seq"] == seq, question
+
+
+def test_hybrid_search_keeps_what_full_text_finds(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    found = find_messages(conversation_id=conversation.pk, query="tulip-9981 wifi", limit=3)
+    assert found.rows[0]["seq"] == 15
+    assert found.rows[0]["content"] == FACTS[15]
+    assert {"score", "similarity"} <= set(found.rows[0])
+
+
+def test_the_none_backend_searches_by_words_and_says_why(settings, owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key)
+    settings.EMBEDDING_BACKEND = "none"
+    found = find_messages(conversation_id=conversation.pk, query="wifi password", limit=3)
+    assert found.mode == "text" and "none" in found.fallback
+    assert found.rows[0]["seq"] == 15
+
+
+# --- The chat agent -------------------------------------------------------------------------
+
+
+def test_a_paraphrased_question_brings_its_fact_into_the_prompt(chat, runtime, owner_key):  # noqa: F811
+    conversation = long_conversation(owner_key, 3000, facts=FACTS)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    runtime.script = lambda prompt, body: "Level 3, C-42." if FACTS[3] in prompt else "No idea."
+    data = chat("Where did I leave my vehicle?")
+    assert reply_of(data["job_id"]) == "Level 3, C-42."
+    assert "#3 User: " + FACTS[3] in runtime.prompts()[0]
+    search = Step.objects.get(job_id=data["job_id"], name="search_history")
+    assert search.output["result"]["mode"] == "hybrid"
+    assert search.output["result"]["messages"][0]["seq"] == 3
+    # The question and the reply were embedded by the worker, once each.
+    own = MessageEmbedding.objects.filter(conversation=conversation, seq__gt=3000)
+    assert sorted(own.values_list("seq", flat=True)) == [3001, 3002]
+
+
+def test_a_failing_embedder_falls_back_to_full_text_and_the_chat_answers(
+    chat,  # noqa: F811
+    runtime_embedder,
+    owner_key,  # noqa: F811
+):
+    conversation = long_conversation(owner_key, 300, facts=FACTS)
+    runtime_embedder.embed_error = Reply(status=500, error="embedding model crashed")
+    runtime_embedder.script = lambda prompt, body: "Tulip." if FACTS[15] in prompt else "?"
+    data = chat("What is the wifi password?")
+    assert reply_of(data["job_id"]) == "Tulip."
+    search = Step.objects.get(job_id=data["job_id"], name="search_history")
+    assert search.output["result"]["mode"] == "text"
+    assert "embedding model crashed" in search.output["result"]["fallback"]
+    skipped = Step.objects.filter(job_id=data["job_id"], name="embedding_skipped")
+    assert skipped.count() == 2  # the question and the reply: left for the catch-up
+    # The embedder is back: the scheduled catch-up embeds what was missed.
+    runtime_embedder.embed_error = None
+    from conversations.tasks import embed_pending
+
+    assert embed_pending() == {"embedded": 302}
+    assert MessageEmbedding.objects.filter(conversation=conversation).count() == 302

@@ -1,0 +1,260 @@
+"""Prompts shaped for the model: a transcript without tools for a base model, chat
+messages for an instruction-tuned one, against the loopback runtime in both protocols."""
+
+import json
+
+import pytest
+from django.conf import settings
+
+from agents import tasks
+from agents.models import AgentProfile, Job, JobStatus, Step
+from conversations.models import Message
+from tests.factories import make_job
+from tests.runtime_server import Reply
+
+pytestmark = pytest.mark.django_db
+
+SCOPE = {"source": "web", "scope_type": "ticket", "scope_id": 7}
+
+
+@pytest.fixture
+def chat(agent_client, sync_queue, django_capture_on_commit_callbacks):
+    """Posts a chat and runs its job inline; returns the finished job."""
+
+    def post(prompt: str, **fields) -> Job:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = agent_client.post(
+                "/agent/chat", {**SCOPE, "prompt": prompt, **fields}, format="json"
+            )
+        assert response.status_code == 200, response.json()
+        return Job.objects.get(pk=response.json()["data"]["job_id"])
+
+    return post
+
+
+def chat_profile(**fields) -> AgentProfile:
+    values = {
+        "name": "instruct",
+        "model": settings.AGENT_MODEL,
+        "prompt_style": "chat",
+        "system_prompt": "You are a helpful assistant.",
+        "tools": ["search_history", "read_history", "calculator"],
+        "options": {"temperature": 0.2},
+    }
+    return AgentProfile.objects.create(**{**values, **fields})
+
+
+def use_api(settings, runtime, api: str) -> None:
+    settings.MODEL_RUNTIME_API = api
+    from gateway import routing
+
+    routing.clear_cache()
+
+
+def reply(job: Job) -> str:
+    job.refresh_from_db()
+    assert job.status == JobStatus.FINISHED, job.error
+    return job.final_result["message"]["content"]
+
+
+# --- A base model: a transcript without tools ---------------------------------------------
+
+
+def test_the_default_profile_is_a_greedy_transcript_for_the_embedded_base_model():
+    default = AgentProfile.objects.get(name="default")
+    assert default.prompt_style == "transcript"
+    assert default.options["temperature"] == 0
+    assert "\nUser:" in default.options["stop"]
+
+
+def test_a_base_model_profiles_prompt_has_no_tool_list(chat, runtime):
+    runtime.script = lambda prompt, body: "Hello Ada."
+    job = chat("My name is Ada.")
+    assert reply(job) == "Hello Ada."
+    [request] = runtime.generate_requests()
+    assert request.path == "/api/generate"
+    prompt = request.body["prompt"]
+    assert prompt.endswith("User: My name is Ada.\nAssistant:")
+    for tool in ("search_history", "read_history", "calculator", '"tool"', "Arguments"):
+        assert tool not in prompt
+    assert "\nUser:" in request.body["options"]["stop"]
+    assert "\nAssistant:" in request.body["options"]["stop"]
+
+
+def test_a_transcript_profile_without_its_own_stops_gets_the_turn_stops(chat, runtime):
+    AgentProfile.objects.create(name="bare", model=settings.AGENT_MODEL, options={})
+    runtime.script = lambda prompt, body: "Hi."
+    chat("Hello", profile="bare")
+    [request] = runtime.generate_requests()
+    assert request.body["options"]["stop"] == ["\nUser:", "\nAssistant:"]
+
+
+# --- An instruction model: chat messages -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api", "path"), [("ollama", "/api/chat"), ("openai", "/v1/chat/completions")]
+)
+def test_a_chat_profile_sends_the_whole_context_as_messages_and_the_runtime_keeps_nothing(
+    chat, runtime, settings, api, path
+):
+    use_api(settings, runtime, api)
+    chat_profile()
+    runtime.script = lambda prompt, body: f"Noted: {prompt}"
+    chat("My dog is called Pixel.", profile="instruct")
+    chat("What is my dog called?", profile="instruct")
+    first, second = runtime.generate_requests()
+    assert first.path == second.path == path
+    system = first.body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("You are a helpful assistant.\n\n")
+    assert "- calculator:" in system["content"]
+    assert first.body["messages"][1:] == [{"role": "user", "content": "My dog is called Pixel."}]
+    # The second call carries the whole context again: nothing is kept by the runtime.
+    assert second.body["messages"] == [
+        system,
+        {"role": "user", "content": "My dog is called Pixel."},
+        {"role": "assistant", "content": "Noted: My dog is called Pixel."},
+        {"role": "user", "content": "What is my dog called?"},
+    ]
+    for request in (first, second):
+        assert "prompt" not in request.body
+        assert "context" not in request.body
+        assert set(request.body) <= {"model", "messages", "stream", "options", "max_tokens"} | {
+            "temperature",
+            "stream_options",  # include_usage: the token counts of a streamed answer
+        }
+    if api == "ollama":
+        assert second.body["options"] == {"temperature": 0.2}
+    else:
+        assert second.body["temperature"] == 0.2
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+def test_a_tool_request_works_in_chat_messages(chat, runtime, settings, api):
+    use_api(settings, runtime, api)
+    chat_profile()
+
+    def model(prompt: str, body: dict) -> str:
+        if prompt.startswith("Tool result:"):
+            return "It is 391."
+        return '{"tool": "calculator", "arguments": {"expression": "17*23"}}'
+
+    runtime.script = model
+    job = chat("What is 17 times 23?", profile="instruct")
+    assert reply(job) == "It is 391."
+    first, second = runtime.generate_requests()
+    assert "- calculator:" in first.body["messages"][0]["content"]
+    *_, asked, told = second.body["messages"]
+    assert asked == {
+        "role": "assistant",
+        "content": '{"tool": "calculator", "arguments": {"expression": "17*23"}}',
+    }
+    assert told["role"] == "user"
+    assert '"value": 391' in told["content"]
+    tool = Step.objects.get(job=job, kind="tool_call")
+    assert tool.output["result"]["value"] == 391
+
+
+# --- Clean replies --------------------------------------------------------------------------
+
+
+def test_a_stored_reply_is_cleaned_and_the_raw_text_stays_in_the_step(chat, runtime):
+    raw = '"Hello Pixel!"\n- camera: Takes a photo. Arguments: {"zoom": number}\nUser: And me?'
+    runtime.script = lambda prompt, body: raw
+    job = chat("My dog is Pixel.")
+    assert reply(job) == "Hello Pixel!"
+    assert Message.objects.get(role="assistant").content == "Hello Pixel!"
+    call = Step.objects.get(job=job, kind="model_call")
+    assert call.output["text"] == raw
+    note = Step.objects.get(job=job, name="reply_cleaned")
+    assert set(note.input["removed"]) == {"quotes", "tool_list", "invented_turn"}
+
+
+def test_nothing_invented_is_fed_back_into_the_next_prompt(chat, runtime):
+    replies = iter(["Nice name.\nUser: What is my cat called?\nAssistant: Tom.", "Ada."])
+    runtime.script = lambda prompt, body: next(replies)
+    chat("My name is Ada.")
+    chat("What is my name?")
+    second = runtime.prompts()[1]
+    assert "Assistant: Nice name.\nUser: What is my name?\nAssistant:" in second
+    assert "cat" not in second and "Tom" not in second
+
+
+def test_a_reply_that_is_empty_once_cleaned_is_asked_again_with_sampling(chat, runtime):
+    replies = iter(["- search: Finds things. Arguments: {}", "Hello!"])
+    runtime.script = lambda prompt, body: next(replies)
+    job = chat("Hi")
+    assert reply(job) == "Hello!"
+    first, second = runtime.generate_requests()
+    assert first.body["options"]["temperature"] == 0
+    assert second.body["options"]["temperature"] > 0
+    note = Step.objects.get(job=job, name="unusable_answer")
+    assert note.input["problem"] == "Nothing was left of the answer once cleaned."
+
+
+def test_a_chat_fails_when_every_answer_is_invented(chat, runtime):
+    runtime.script = lambda prompt, body: Reply(text="User: hello?")
+    job = chat("Hi")
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert not Message.objects.filter(role="assistant").exists()
+
+
+# --- Tasks on small models ------------------------------------------------------------------
+
+
+@pytest.fixture
+def key(make_key):
+    return make_key()[0]
+
+
+def test_an_arithmetic_task_is_worked_out_with_the_calculator_before_the_model_call(key, runtime):
+    runtime.script = lambda prompt, body: " 391"
+    job = make_job(key, task="What is 17 * 23?")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert [(s.kind, s.name) for s in job.steps.all()] == [
+        ("tool_call", "calculator"),
+        ("model_call", "generate"),
+    ]
+    tool = job.steps.get(kind="tool_call")
+    assert tool.input == {"arguments": {"expression": "17 * 23"}}
+    [prompt] = runtime.prompts()
+    assert "Task: What is 17 * 23?\nCalculator: 17 * 23 = 391\n\nAnswer:" in prompt
+    assert "calculator:" not in prompt  # still no tool list
+    assert job.final_result["text"] == "391"
+    assert job.final_result["calculation"] == {"expression": "17 * 23", "value": 391}
+
+
+def test_a_task_without_arithmetic_calls_no_calculator(key, runtime):
+    runtime.script = lambda prompt, body: "Hello there."
+    job = make_job(key, task="Say hello to the team.")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert [s.kind for s in job.steps.all()] == ["model_call"]
+    assert "calculation" not in job.final_result
+    stop = runtime.generate_requests()[0].body["options"]["stop"]
+    assert "\n\n" in stop and "\nTask:" in stop
+
+
+def test_a_chat_profiles_task_is_sent_as_messages_with_its_tools(key, runtime):
+    profile = chat_profile()
+    runtime.script = lambda prompt, body: "Done."
+    job = make_job(key, task="What is 17 * 23?", profile=profile)
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    [request] = runtime.generate_requests()
+    assert request.path == "/api/chat"
+    system, user = request.body["messages"]
+    assert "- calculator:" in system["content"]
+    assert user == {"role": "user", "content": "Task: What is 17 * 23?"}
+    assert not Step.objects.filter(job=job, kind="tool_call").exists()
+
+
+def test_a_task_answer_is_cleaned(key, runtime):
+    runtime.script = lambda prompt, body: '"Hello team."\nTask: Say goodbye.'
+    job = make_job(key, task="Say hello to the team.")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert job.final_result["text"] == "Hello team."
+    assert json.loads(json.dumps(job.final_result))["rounds"] == 1

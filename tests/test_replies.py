@@ -1,0 +1,78 @@
+"""Reply cleaning and the arithmetic finder, case by case (pure functions)."""
+
+import pytest
+
+from agents.arithmetic import arithmetic_expression, format_value
+from agents.replies import clean_reply
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean", "removed"),
+    [
+        ("Italy", "Italy", []),
+        ('"Hello Pixel, what\'s your name?"', "Hello Pixel, what's your name?", ["quotes"]),
+        ("“Rome.”", "Rome.", ["quotes"]),
+        ("'Yes.'", "Yes.", ["quotes"]),
+        ('"Hi" and "bye"', '"Hi" and "bye"', []),  # quotes inside, not around
+        ("Assistant: Pixel.", "Pixel.", ["role_label"]),
+        ("Paris.\nUser: And Rome?\nAssistant: Rome.", "Paris.", ["invented_turn"]),
+        ("Sure.\n\nuser: thanks", "Sure.", ["invented_turn"]),
+        ("391\nTask: What is 2 + 2?", "391", ["invented_turn"]),
+        ("User: What is my name?", "", ["invented_turn"]),
+        (
+            '- computer: Determines the CPU and RAM. Arguments: {"device": string}\n'
+            "- keyboard: Types keys. Arguments: {}",
+            "",
+            ["tool_list"],
+        ),
+        (
+            "Hello, my name is Adam\n- camera: Takes a photo of the user's hand. Arguments: {}",
+            "Hello, my name is Adam",
+            ["tool_list"],
+        ),
+        (
+            "Hello, my name is Adam - camera: Takes a photo. Arguments: {}",
+            "Hello, my name is Adam",
+            ["tool_list"],
+        ),
+        (
+            "Sure.\n- search: Finds. Arguments: {}\n- weather: Says the weather.\nBye.",
+            "Sure.\nBye.",
+            ["tool_list"],
+        ),
+        ("Ok.\n(12 earlier messages are not shown here.)", "Ok.", ["tool_list"]),
+        ("Shopping list:\n- milk: two litres\n- eggs: six", None, []),  # a real list stays
+        ("A: yes", "A: yes", []),
+        ("", "", []),
+    ],
+)
+def test_a_reply_is_cleaned_case_by_case(raw, clean, removed):
+    cleaned = clean_reply(raw)
+    assert cleaned.text == (raw if clean is None else clean)
+    assert cleaned.removed == removed
+
+
+@pytest.mark.parametrize(
+    ("task", "expression"),
+    [
+        ("What is 17 * 23?", "17 * 23"),
+        ("What is 25 times 16?", "25 * 16"),
+        ("What is 81 divided by 3?", "81 / 3"),
+        ("What is 2 to the power of 10?", "2 ** 10"),
+        ("What is (3 + 4) x 2?", "(3 + 4) * 2"),
+        ("How much is 1,000 - 357?", "1000 - 357"),
+        ("What is 7 minus 2?", "7 - 2"),
+        ("Say hello to the team.", None),
+        ("Call 555-1234 tomorrow.", None),
+        ("Meet on 2024-05-03.", None),
+        ("Is 5 bigger than 3?", None),
+        ("What is six times seven?", None),
+    ],
+)
+def test_the_arithmetic_of_a_task_is_found(task, expression):
+    assert arithmetic_expression(task) == expression
+
+
+@pytest.mark.parametrize(("value", "text"), [(391, "391"), (12.0, "12"), (1 / 3, "0.3333333333")])
+def test_a_value_is_written_as_a_person_writes_it(value, text):
+    assert format_value(value) == text

@@ -1,0 +1,298 @@
+"""Every endpoint's real answers, success and error, match the generated OpenAPI schema.
+
+The schema is made stricter for the check (no undocumented fields in any object), and each
+test exercises every status its operation documents except 500: a drift either way, an
+undocumented field or status, or a documented status that never happens, fails here. (A
+method an endpoint lacks, 405, is no operation of the schema: those answers are checked to
+be the envelope.)
+"""
+
+import json
+
+import pytest
+from django.core.management import call_command
+from openapi_core import OpenAPI
+from openapi_core.contrib.django import DjangoOpenAPIRequest, DjangoOpenAPIResponse
+from rest_framework.test import APIClient
+
+from agents import services as jobs
+from agents.models import JobStatus
+from conversations import services as conversations
+from gateway import health
+from tests.envelope import assert_error
+from tests.factories import default_profile, make_job
+from tests.runtime_server import Reply
+
+pytestmark = pytest.mark.django_db
+
+# Not reproducible without breaking the service on purpose.
+UNEXERCISED = {"500"}
+
+
+def strict(node):
+    """The schema with ``additionalProperties: false`` on every object that lists its
+    properties and says nothing about others."""
+    if isinstance(node, dict):
+        node = {key: strict(value) for key, value in node.items()}
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        return node
+    if isinstance(node, list):
+        return [strict(value) for value in node]
+    return node
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory) -> dict:
+    path = tmp_path_factory.mktemp("schema") / "openapi.json"
+    call_command("spectacular", "--format=openapi-json", f"--file={path}")
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def openapi(schema) -> OpenAPI:
+    return OpenAPI.from_dict(strict(schema))
+
+
+class Checker:
+    """Validates answers of one operation and remembers their statuses."""
+
+    def __init__(self, openapi: OpenAPI, schema: dict, path: str, method: str):
+        self.openapi = openapi
+        self.documented = set(schema["paths"][path][method]["responses"])
+        self.seen: set[str] = set()
+
+    def __call__(self, response, status: int, error: str | None = None):
+        assert response.status_code == status, response.content
+        self.openapi.validate_response(
+            DjangoOpenAPIRequest(response.wsgi_request), DjangoOpenAPIResponse(response)
+        )
+        body = response.json()
+        if error is not None:
+            assert body["error"] == error, body
+        self.seen.add(str(status))
+        return body
+
+    def assert_all_exercised(self) -> None:
+        assert self.seen == self.documented - UNEXERCISED
+
+
+@pytest.fixture
+def check(openapi, schema):
+    checkers: list[Checker] = []
+
+    def make(path: str, method: str) -> Checker:
+        checker = Checker(openapi, schema, path, method)
+        checkers.append(checker)
+        return checker
+
+    yield make
+    for checker in checkers:
+        checker.assert_all_exercised()
+
+
+@pytest.fixture
+def small_bodies(settings):
+    settings.MAX_BODY_BYTES = 2048
+    return "x" * 4096
+
+
+def bearer(plain: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plain}")
+    return client
+
+
+def test_the_model_endpoint_answers_as_documented(
+    check, runtime, make_key, api_client, small_bodies, settings
+):
+    ok = check("/api.php", "post")
+    _, plain = make_key()
+    _, model_only_for_other = make_key(name="narrow", allowed_models=["other-model"])
+    _, agent_only = make_key(name="agent-only", scopes=["agent"])
+    _, limited = make_key(name="limited", rate_limit_per_minute=1)
+
+    def call(key=plain, **fields):
+        body = {"api_key": key, "model": "test-model", "prompt": "hi", **fields}
+        return api_client.post("/api.php", body, format="json")
+
+    body = ok(call(), 200)
+    assert body["usage"] == {"prompt_tokens": 1, "completion_tokens": 2}
+    ok(api_client.post("/api.php", "{", content_type="application/json"), 400, "invalid_json")
+    ok(call(prompt=7), 400, "validation_error")
+    ok(call(model="nobody-has-this"), 400, "unknown_model")
+    runtime.context_length = 3
+    ok(call(prompt="one two three four"), 400, "context_length_exceeded")
+    runtime.context_length = None
+    runtime.script = lambda prompt, body: Reply(status=422, error="no")
+    ok(call(), 400, "runtime_rejected")
+    ok(call(key="llmgw_nope"), 401, "invalid_api_key")
+    ok(call(key=agent_only), 403, "forbidden")
+    ok(call(key=model_only_for_other), 403, "model_not_allowed")
+    assert_error(api_client.get("/api.php"), 405, "method_not_allowed")
+    ok(api_client.post("/api.php", small_bodies, content_type="application/json"), 413)
+    call(key=limited)
+    ok(call(key=limited), 429, "rate_limited")
+    runtime.script = lambda prompt, body: Reply(status=500, error="it broke")
+    ok(call(), 502, "runtime_error")
+    runtime.script = lambda prompt, body: Reply(status=503, error="busy")
+    ok(call(), 503, "runtime_busy")
+    settings.RUNTIME_READ_TIMEOUT = 0.2
+    runtime.script = lambda prompt, body: Reply(delay=2)
+    ok(call(), 504, "runtime_timeout")
+    runtime.stop()
+    try:
+        ok(call(), 502, "runtime_unavailable")
+    finally:
+        runtime.start()
+
+
+def test_job_start_answers_as_documented(check, make_key, api_client, small_bodies):
+    ok = check("/agent/job/start", "post")
+    _, plain = make_key()
+    _, model_only = make_key(name="model-only", scopes=["model"])
+    client = bearer(plain)
+    fields = {"source": "s", "scope_type": "t", "scope_id": 1, "task": "do it"}
+
+    body = ok(client.post("/agent/job/start", fields, format="json"), 200)
+    assert body["data"]["status"] == JobStatus.QUEUED
+    bad = client.post("/agent/job/start", "{", content_type="application/json")
+    ok(bad, 400, "invalid_json")
+    ok(client.post("/agent/job/start", {**fields, "x": 1}, format="json"), 400)
+    ok(client.post("/agent/job/start", {**fields, "profile": "nope"}, format="json"), 400)
+    ok(api_client.post("/agent/job/start", fields, format="json"), 401, "invalid_api_key")
+    ok(bearer(model_only).post("/agent/job/start", fields, format="json"), 403, "forbidden")
+    assert_error(client.get("/agent/job/start"), 405, "method_not_allowed")
+    big = client.post("/agent/job/start", small_bodies, content_type="application/json")
+    ok(big, 413, "payload_too_large")
+    plain_text = client.post("/agent/job/start", "hi", content_type="text/plain")
+    ok(plain_text, 415, "unsupported_media_type")
+
+
+def test_job_status_answers_as_documented(check, make_key, api_client, small_bodies):
+    ok = check("/agent/job/{job_id}", "get")
+    api_key, plain = make_key()
+    _, model_only = make_key(name="model-only", scopes=["model"])
+    client = bearer(plain)
+    job = make_job(api_key)
+    url = f"/agent/job/{job.pk}"
+
+    assert ok(client.get(url), 200)["data"]["job_id"] == job.pk
+    token = "w"
+    claimed = jobs.job_claim(job.pk, token=token)
+    jobs.job_finish(claimed, token=token, final_result={"text": "done"})
+    data = ok(client.get(url), 200)["data"]
+    assert data["final_result"] == {"text": "done"}
+    failed = make_job(api_key, status=JobStatus.FAILED, error="it went wrong")
+    assert ok(client.get(f"/agent/job/{failed.pk}"), 200)["data"]["error"]
+    ok(api_client.get(url), 401, "invalid_api_key")
+    ok(bearer(model_only).get(url), 403, "forbidden")
+    ok(client.get("/agent/job/job_nothing"), 404, "job_not_found")
+    assert_error(client.post(url), 405, "method_not_allowed")
+    big = client.generic("GET", url, small_bodies, content_type="application/json")
+    ok(big, 413, "payload_too_large")
+
+
+def test_job_cancel_answers_as_documented(check, make_key, api_client, small_bodies):
+    ok = check("/agent/job/{job_id}/cancel", "post")
+    api_key, plain = make_key()
+    _, model_only = make_key(name="model-only", scopes=["model"])
+    client = bearer(plain)
+
+    queued = make_job(api_key)
+    body = ok(client.post(f"/agent/job/{queued.pk}/cancel"), 200)
+    assert body["data"]["status"] == JobStatus.CANCELLED
+    running = jobs.job_claim(make_job(api_key).pk, token="w")
+    body = ok(client.post(f"/agent/job/{running.pk}/cancel"), 200)
+    assert body["data"]["status"] == JobStatus.CANCELLING
+    finished = make_job(api_key, status=JobStatus.FINISHED)
+    conflict = ok(client.post(f"/agent/job/{finished.pk}/cancel"), 409, "job_not_cancellable")
+    assert conflict["details"]["status"] == JobStatus.FINISHED
+    url = f"/agent/job/{queued.pk}/cancel"
+    ok(api_client.post(url), 401, "invalid_api_key")
+    ok(bearer(model_only).post(url), 403, "forbidden")
+    ok(client.post("/agent/job/job_nothing/cancel"), 404, "job_not_found")
+    assert_error(client.get(url), 405, "method_not_allowed")
+    ok(client.post(url, small_bodies, content_type="application/json"), 413)
+
+
+def test_chat_answers_as_documented(check, runtime, make_key, api_client, small_bodies, settings):
+    ok = check("/agent/chat", "post")
+    _, plain = make_key()
+    _, model_only = make_key(name="model-only", scopes=["model"])
+    client = bearer(plain)
+    fields = {"source": "s", "scope_type": "t", "scope_id": "a", "prompt": "hello"}
+
+    body = ok(client.post("/agent/chat", fields, format="json"), 200)
+    assert body["data"]["conversation_id"].startswith("conv_")
+    ok(client.post("/agent/chat", "{", content_type="application/json"), 400, "invalid_json")
+    huge = {**fields, "prompt": "word " * 200_000}
+    settings.MAX_BODY_BYTES = 2**21
+    ok(client.post("/agent/chat", huge, format="json"), 400, "validation_error")
+    settings.MAX_BODY_BYTES = len(small_bodies) // 2
+    ok(client.post("/agent/chat", {**fields, "profile": "nope"}, format="json"), 400)
+    ok(api_client.post("/agent/chat", fields, format="json"), 401, "invalid_api_key")
+    ok(bearer(model_only).post("/agent/chat", fields, format="json"), 403, "forbidden")
+    assert_error(client.get("/agent/chat"), 405, "method_not_allowed")
+    ok(client.post("/agent/chat", small_bodies, content_type="application/json"), 413)
+    ok(client.post("/agent/chat", "hi", content_type="text/plain"), 415)
+
+
+def test_conversation_answers_as_documented(check, make_key, api_client, small_bodies):
+    ok = check("/agent/conversation/{conversation_id}", "get")
+    api_key, plain = make_key()
+    _, model_only = make_key(name="model-only", scopes=["model"])
+    client = bearer(plain)
+    conversation = conversations.conversation_get_or_create(
+        owner_id=api_key.owner_id,
+        source="s",
+        scope_type="t",
+        scope_id="a",
+        profile=default_profile(),
+    )
+    conversations.messages_import(
+        conversation=conversation, messages=[("user", "hello"), ("assistant", "hi")]
+    )
+    url = f"/agent/conversation/{conversation.pk}"
+
+    messages = ok(client.get(url), 200)["data"]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert ok(client.get(url, {"limit": 1}), 200)["data"]["has_more"] is True
+    ok(client.get(url, {"limit": 0}), 400, "validation_error")
+    ok(api_client.get(url), 401, "invalid_api_key")
+    ok(bearer(model_only).get(url), 403, "forbidden")
+    ok(client.get("/agent/conversation/conv_nothing"), 404, "conversation_not_found")
+    assert_error(client.post(url), 405, "method_not_allowed")
+    ok(client.generic("GET", url, small_bodies, content_type="application/json"), 413)
+
+
+def test_the_health_endpoints_answer_as_documented(check, runtime, client, small_bodies):
+    alive = check("/healthz", "get")
+    ready = check("/readyz", "get")
+    alive(client.get("/healthz"), 200)
+    assert_error(client.post("/healthz"), 405, "method_not_allowed")
+    alive(client.generic("GET", "/healthz", small_bodies, content_type="text/plain"), 413)
+    assert ready(client.get("/readyz"), 200)["data"]["status"] == "ready"
+    assert_error(client.post("/readyz"), 405, "method_not_allowed")
+    ready(client.generic("GET", "/readyz", small_bodies, content_type="text/plain"), 413)
+    runtime.stop()
+    health.forget()  # a good answer is trusted for READYZ_CACHE_SECONDS
+    try:
+        ready(client.get("/readyz"), 503, "not_ready")
+    finally:
+        runtime.start()
+
+
+def test_the_strict_schema_refuses_an_undocumented_field(openapi, runtime, make_key, api_client):
+    """The check above would catch a view that sends more than its serializer says."""
+    from openapi_core.validation.response.exceptions import DataValidationError
+
+    _, plain = make_key()
+    response = api_client.post(
+        "/api.php", {"api_key": plain, "model": "test-model", "prompt": "hi"}, format="json"
+    )
+    response.content = json.dumps({**response.json(), "surprise": 1}).encode()
+    with pytest.raises(DataValidationError):
+        openapi.validate_response(
+            DjangoOpenAPIRequest(response.wsgi_request), DjangoOpenAPIResponse(response)
+        )
