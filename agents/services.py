@@ -23,8 +23,9 @@ from django.utils import timezone
 
 from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepStatus
 from agents.selectors import profile_get
-from core.db import retry_if_dropped, retry_if_dropped_before_commit
+from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import JobNotCancellable
+from core.ids import new_job_id
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +81,12 @@ def job_create(
     profile,
     task: str = "",
     conversation=None,
+    job_id: str | None = None,
 ) -> Job:
-    """Creates a queued job; its wake-up is sent once the transaction commits."""
+    """Creates a queued job; its wake-up is sent once the transaction commits. ``job_id``
+    is the id chosen beforehand by a caller that must be able to find the job again."""
     job = Job.objects.create(
+        id=job_id or new_job_id(),
         owner_id=api_key.owner_id,
         api_key=api_key,
         kind=kind,
@@ -99,23 +103,38 @@ def job_create(
     return job
 
 
-@retry_if_dropped_before_commit
+def job_committed(job_id: str) -> Job | None:
+    """After a commit whose answer the connection lost: the job if it was committed, with
+    its wake-up sent (the lost commit ran no ``on_commit``), else None."""
+    job = Job.objects.select_related("conversation").filter(pk=job_id).first()
+    if job is not None:
+        _send_wakeup(job.pk)
+    return job
+
+
 def task_start(
     *, api_key, source: str, scope_type: str, scope_id: str, task: str, profile_name: str | None
 ) -> Job:
     """Starts a task job with the named profile (the default when None). Returns once the
-    job is committed and its wake-up sent: the transaction ends before the return."""
-    profile = profile_get(profile_name)
-    with transaction.atomic():
-        return job_create(
-            api_key=api_key,
-            kind=JobKind.TASK,
-            source=source,
-            scope_type=scope_type,
-            scope_id=scope_id,
-            task=task,
-            profile=profile,
-        )
+    job is committed and its wake-up sent: the transaction ends before the return. A
+    dropped connection, even one that cut the commit, starts the job once."""
+    profile = retry_if_dropped(profile_get, profile_name)  # a read: safe to repeat
+    job_id = new_job_id()
+
+    def start() -> Job:
+        with transaction.atomic():
+            return job_create(
+                api_key=api_key,
+                kind=JobKind.TASK,
+                source=source,
+                scope_type=scope_type,
+                scope_id=scope_id,
+                task=task,
+                profile=profile,
+                job_id=job_id,
+            )
+
+    return retry_if_dropped_at_commit(start, committed=lambda: job_committed(job_id))
 
 
 # --- Claiming and holding ----------------------------------------------------------------

@@ -81,6 +81,7 @@ class JobCancelView(AgentAPIView):
             "finished/failed ones."
         ),
     )
+    @retry_if_dropped_before_commit  # idempotent: a second run finds the status it set
     def post(self, request: Request, job_id: str) -> Response:
         job = selectors.job_get_for_owner(job_id=job_id, owner_id=request.auth.owner_id)
         status = services.job_cancel(job)

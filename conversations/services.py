@@ -25,8 +25,9 @@ from agents.selectors import profile_get
 from conversations import tokens
 from conversations.context import message_limit
 from conversations.models import Conversation, Message, Role
-from core.db import retry_if_dropped_before_commit
+from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import InvalidInput
+from core.ids import new_job_id
 
 
 def conversation_get_or_create(
@@ -66,7 +67,6 @@ def _count_message(conversation_id: str) -> None:
     )
 
 
-@retry_if_dropped_before_commit
 def chat_request(
     *,
     api_key,
@@ -77,13 +77,14 @@ def chat_request(
     profile_name: str | None,
 ) -> tuple[Conversation, Job]:
     """A chat as the API asks for it: the profile (:class:`UnknownProfile`), the prompt's
-    size against the profile's window (:class:`InvalidInput`), then :func:`chat_start`.
+    size against the profile's window (:class:`InvalidInput`), then :func:`chat_start`. A
+    dropped connection, even one that cut the commit, stores the message and its job once.
 
     The size is the heuristic's, not the runtime tokenizer's: a single-slot runtime
     (llama.cpp) would make this request wait behind a generation. It over-counts; the
     worker recounts the message with the tokenizer before it builds the context.
     """
-    profile = profile_get(profile_name)
+    profile = retry_if_dropped(profile_get, profile_name)  # a read: safe to repeat
     prompt_tokens = tokens.estimate(prompt)
     limit = message_limit(profile)
     if prompt_tokens > limit:
@@ -95,16 +96,26 @@ def chat_request(
                 ]
             }
         )
-    conversation, job, _ = chat_start(
-        api_key=api_key,
-        source=source,
-        scope_type=scope_type,
-        scope_id=scope_id,
-        prompt=prompt,
-        prompt_tokens=prompt_tokens,
-        profile=profile,
-    )
-    return conversation, job
+    job_id = new_job_id()
+
+    def start() -> tuple[Conversation, Job]:
+        conversation, job, _ = chat_start(
+            api_key=api_key,
+            source=source,
+            scope_type=scope_type,
+            scope_id=scope_id,
+            prompt=prompt,
+            prompt_tokens=prompt_tokens,
+            profile=profile,
+            job_id=job_id,
+        )
+        return conversation, job
+
+    def committed() -> tuple[Conversation, Job] | None:
+        job = jobs.job_committed(job_id)
+        return None if job is None else (job.conversation, job)
+
+    return retry_if_dropped_at_commit(start, committed=committed)
 
 
 @transaction.atomic
@@ -117,6 +128,7 @@ def chat_start(
     prompt: str,
     prompt_tokens: int,
     profile: AgentProfile,
+    job_id: str | None = None,
 ) -> tuple[Conversation, Job, Message]:
     """Stores the user's message and its chat job in one transaction; the job is woken
     once it commits. The seqs are taken before the job is created, so that the order of
@@ -137,6 +149,7 @@ def chat_start(
         scope_id=scope_id,
         profile=profile,
         conversation=conversation,
+        job_id=job_id,
     )
     message = Message.objects.create(
         conversation=conversation,

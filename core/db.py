@@ -99,6 +99,33 @@ def is_connection_loss(exc: BaseException) -> bool:
     return False
 
 
+def retry_if_dropped_at_commit(func: Callable[[], T], *, committed: Callable[[], T | None]) -> T:
+    """Runs ``func``, a service whose writes commit in one transaction of its own, once more
+    on a new connection if the connection was lost on the way, its commit included.
+
+    A statement cut before the commit leaves nothing (the server discards the transaction).
+    A cut commit leaves the outcome unknown: the server may have committed before the
+    connection went. ``committed()``, run on the new connection, settles it: the first
+    run's result when its writes are in the database (so ``func`` must write something it
+    can find again, such as a row whose key it chose beforehand), else None, and ``func``
+    runs again. Errors of the statements themselves are never retried."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.in_atomic_block:
+        return func()
+    try:
+        return func()
+    except (OperationalError, InterfaceError) as exc:
+        if is_connection_loss(exc):
+            logger.warning("Database connection was lost during a write; checking its commit")
+            _replace(connection)
+        elif not replace_if_dropped():
+            raise
+    done = retry_if_dropped(committed)
+    if done is not None:
+        return done
+    return func()
+
+
 def retry_if_dropped_before_commit(func: Callable[P, T]) -> Callable[P, T]:
     """Runs ``func``, a service that reads and then writes in a transaction of its own, once
     more on a new connection if one of its statements met a connection the server had

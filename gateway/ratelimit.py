@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.db import retry_if_dropped
 from core.exceptions import RateLimited
 from gateway.models import ApiKey, RateLimitWindow
 
@@ -31,7 +32,9 @@ def take_slot(api_key: ApiKey, *, now: datetime | None = None) -> None:
     now = now or timezone.now()
     start = _window_start(now)
     windows = RateLimitWindow.objects.filter(api_key=api_key, window_start=start)
-    if windows.filter(count__lt=limit).update(count=F("count") + 1):
+    # Met on a connection the server dropped, the update is sent again on a new one (an
+    # update cut after the server ran it counts one request twice: on the safe side).
+    if retry_if_dropped(windows.filter(count__lt=limit).update, count=F("count") + 1):
         return
     try:
         with transaction.atomic():

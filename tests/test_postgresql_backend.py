@@ -211,3 +211,147 @@ def test_a_chat_start_whose_connection_was_dropped_runs_once_on_a_new_connection
     )
     assert Job.objects.filter(pk=job.pk).exists()
     assert list(Message.objects.values_list("content", flat=True)) == ["Hello"]
+
+
+def test_a_rate_limit_slot_taken_on_a_dropped_connection_reconnects_and_counts_once(make_key):
+    from gateway import ratelimit
+    from gateway.models import RateLimitWindow
+
+    api_key, _ = make_key(rate_limit_per_minute=5)
+    ratelimit.take_slot(api_key)  # the window's row exists: the next take is one UPDATE
+    drop_the_connection()
+    ratelimit.take_slot(api_key)
+    assert RateLimitWindow.objects.get(api_key=api_key).count == 2
+
+
+def test_a_cancel_on_a_dropped_connection_reconnects_and_cancels(make_key, client):
+    from tests.factories import default_profile
+
+    default_profile()
+    api_key, plain = make_key()
+    job = services_agents().task_start(
+        api_key=api_key,
+        source="tests",
+        scope_type="drop",
+        scope_id="1",
+        task="t",
+        profile_name=None,
+    )
+    drop_the_connection()
+    answer = client.post(f"/agent/job/{job.pk}/cancel", HTTP_AUTHORIZATION=f"Bearer {plain}")
+    assert (answer.status_code, answer.json()["data"]["status"]) == (200, "cancelled")
+
+
+# --- A commit whose answer the connection lost ------------------------------------------
+
+
+def services_agents():
+    from agents import services as agents
+
+    return agents
+
+
+def terminate_and_wait(pid: int) -> None:
+    """Has the server drop process ``pid`` and waits until it is gone."""
+    terminate(pid)
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            for _ in range(200):
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+                if cursor.fetchone()[0] == 0:
+                    return
+                time.sleep(0.01)
+    finally:
+        other.close()
+    raise AssertionError(f"process {pid} still runs")
+
+
+@pytest.fixture
+def cut_next_commit(monkeypatch):
+    """``cut_next_commit(committed=...)``: the connection of the next commit is dropped by
+    the server, before the server commits (``committed=False``) or after it did but before
+    its answer reached us (``committed=True``). Later commits run as usual."""
+
+    def cut(*, committed: bool) -> None:
+        wrapper = connections["default"]
+        real = wrapper._commit
+
+        def commit() -> None:
+            monkeypatch.setattr(wrapper, "_commit", real)
+            pid = wrapper.connection.info.backend_pid
+            if committed:
+                real()
+            terminate_and_wait(pid)
+            if not committed:
+                real()  # fails: the server is gone, the transaction with it
+            with wrapper.wrap_database_errors:
+                wrapper.connection.execute("SELECT 1")  # the answer that never came
+
+        monkeypatch.setattr(wrapper, "_commit", commit)
+
+    return cut
+
+
+def start_chat(api_key):
+    from conversations import services as chats
+
+    return chats.chat_request(
+        api_key=api_key,
+        source="tests",
+        scope_type="cut",
+        scope_id="1",
+        prompt="Hello",
+        profile_name=None,
+    )
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["before", "after the server commit"])
+def test_a_chat_start_whose_commit_was_cut_stores_its_message_and_job_once(
+    make_key, cut_next_commit, committed, caplog
+):
+    from conversations.models import Message
+    from tests.factories import default_profile
+
+    default_profile()
+    api_key, _ = make_key()
+    cut_next_commit(committed=committed)
+    conversation, job = start_chat(api_key)
+    assert list(Job.objects.values_list("pk", flat=True)) == [job.pk]
+    assert list(Message.objects.values_list("content", "job_id")) == [("Hello", job.pk)]
+    assert job.conversation_id == conversation.pk
+    assert Job.objects.get(pk=job.pk).enqueued_at is not None
+    assert "checking its commit" in caplog.text
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["before", "after the server commit"])
+def test_a_task_start_whose_commit_was_cut_creates_its_job_once_and_wakes_it(
+    make_key, cut_next_commit, committed, monkeypatch, caplog
+):
+    from tests.factories import default_profile
+
+    agents = services_agents()
+    woken: list[str] = []
+    monkeypatch.setattr(agents, "_send_wakeup", woken.append)
+    default_profile()
+    api_key, _ = make_key()
+    cut_next_commit(committed=committed)
+    job = agents.task_start(
+        api_key=api_key, source="tests", scope_type="cut", scope_id="1", task="t", profile_name=None
+    )
+    assert list(Job.objects.values_list("pk", flat=True)) == [job.pk]
+    assert woken == [job.pk]
+    assert "checking its commit" in caplog.text
+
+
+def test_a_write_that_fails_by_itself_is_not_checked_or_run_again():
+    calls: list[str] = []
+
+    def bad_write():
+        calls.append("write")
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")
+
+    with pytest.raises(DataError):
+        db.retry_if_dropped_at_commit(bad_write, committed=lambda: calls.append("check"))
+    assert calls == ["write"]
