@@ -13,7 +13,7 @@ from django.utils.text import Truncator
 from agents import services
 from agents.models import AgentProfile, Job, JobStatus, Step
 from backoffice.templatetags.backoffice import format_seconds, seconds_between, status_badge
-from core.admin import HistoryAdmin
+from core.admin import HistoryAdmin, ServiceAdmin
 from core.exceptions import JobNotCancellable
 
 # A job's page shows at most this many steps (a profile's max_steps keeps jobs far below).
@@ -22,7 +22,7 @@ CANCELLABLE = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 @admin.register(AgentProfile)
-class AgentProfileAdmin(admin.ModelAdmin):
+class AgentProfileAdmin(ServiceAdmin):
     list_display = (
         "name",
         "model",
@@ -37,7 +37,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(ServiceAdmin):
     list_display = (
         "id",
         "kind",

@@ -11,6 +11,7 @@ from django.conf import settings
 from agents import services
 from agents.models import Job, JobStatus, StepKind, StepStatus
 from agents.tools import REGISTRY, ToolError
+from core.http import storable
 from gateway import runtime
 from gateway import services as gateway
 from gateway.models import UsageRecord
@@ -122,13 +123,14 @@ class JobContext:
                 )
             except runtime.GenerationCancelled:
                 raise JobCancelled() from None
+            text = storable(result.response)
             out.update(
-                text=result.response,
+                text=text,
                 prompt_tokens=result.prompt_tokens,
                 completion_tokens=result.completion_tokens,
                 elapsed=result.elapsed,
             )
-            return result.response
+            return text
 
     def call_tool(
         self, name: str, arguments: dict[str, Any], *, enabled: list[str]

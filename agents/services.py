@@ -25,6 +25,7 @@ from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepS
 from agents.selectors import profile_get
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import JobNotCancellable
+from core.http import storable
 from core.ids import new_job_id
 
 logger = logging.getLogger(__name__)
@@ -276,8 +277,13 @@ def job_finish(job: Job, *, token: str, final_result: dict[str, Any]) -> bool:
 
 
 def job_fail(job: Job, *, token: str, error: str) -> bool:
+    """The job failed with ``error`` (which may quote what the model or runtime said)."""
     return _end(
-        job, token=token, status=JobStatus.FAILED, from_statuses=ACTIVE, error=error[:10_000]
+        job,
+        token=token,
+        status=JobStatus.FAILED,
+        from_statuses=ACTIVE,
+        error=storable(error[:10_000]),
     )
 
 

@@ -39,6 +39,14 @@ def is_unstorable(text: str) -> bool:
     return "\x00" in text or (not text.isascii() and _SURROGATE.search(text) is not None)
 
 
+def storable(text: str) -> str:
+    """``text`` with each NUL and unpaired surrogate replaced by U+FFFD, for text that is
+    stored but not ours to refuse: what a model answered, an error's message."""
+    if not is_unstorable(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+
+
 def invalid_json(message: str, **details: Any) -> InvalidJson:
     return InvalidJson(message, details=details)
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from core.admin import HistoryAdmin
+from core.admin import HistoryAdmin, ServiceAdmin
 from gateway import services
 from gateway.models import ApiKey, ModelRoute, RuntimeEndpoint, Scope, UsageRecord
 
@@ -47,7 +47,7 @@ class ApiKeyForm(forms.ModelForm):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(ServiceAdmin):
     form = ApiKeyForm
     list_display = (
         "name",
@@ -161,7 +161,7 @@ class ModelRouteInline(admin.TabularInline):
 
 
 @admin.register(RuntimeEndpoint)
-class RuntimeEndpointAdmin(admin.ModelAdmin):
+class RuntimeEndpointAdmin(ServiceAdmin):
     # "10.0.0.5:11434" means http: runtimes rarely speak TLS (Django 6 would assume https).
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
     list_display = ("name", "base_url", "api", "enabled", "created_at")
@@ -171,7 +171,7 @@ class RuntimeEndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelRoute)
-class ModelRouteAdmin(admin.ModelAdmin):
+class ModelRouteAdmin(ServiceAdmin):
     list_display = ("model", "endpoint", "upstream_model", "enabled")
     list_filter = ("enabled", "endpoint")
     search_fields = ("model", "upstream_model")

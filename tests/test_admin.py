@@ -401,3 +401,54 @@ def test_a_runtime_address_without_a_scheme_is_taken_as_http(staff_client):
     )
     assert response.status_code == 302, response.content
     assert RuntimeEndpoint.objects.get(name="lan").base_url == "http://10.0.0.5:11434"
+
+
+def profile_form(**fields) -> dict:
+    return {
+        "name": "fussy",
+        "description": "",
+        "model": "test-model",
+        "prompt_style": "transcript",
+        "options": "{}",
+        "system_prompt": "",
+        "context_window": "2048",
+        "answer_reserve": "256",
+        "max_steps": "6",
+        "tools": "[]",
+        **fields,
+    }
+
+
+def test_a_profile_is_added_in_the_admin_with_its_json_fields(staff_client):
+    from agents.models import AgentProfile
+
+    form = profile_form(options='{"temperature": 0.1, "stop": ["\\n"]}', tools='["calculator"]')
+    response = staff_client.post(reverse("admin:agents_agentprofile_add"), form)
+    assert response.status_code == 302, response.content
+    profile = AgentProfile.objects.get(name="fussy")
+    assert (profile.options, profile.tools) == (
+        {"temperature": 0.1, "stop": ["\n"]},
+        ["calculator"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "message"),
+    [
+        ("options", '{"stop": ["\\u0000"]}', "stop.0: Must not contain NUL"),
+        ("options", '{"stop": "\\ud800"}', "stop: Must not contain NUL"),
+        ("options", '{"temperature": NaN}', "temperature: Must be a finite number."),
+        ("tools", '["\\u0000"]', "0: Must not contain NUL"),
+    ],
+)
+def test_json_the_database_cannot_store_is_a_form_error_in_the_admin(
+    staff_client, field, text, message
+):
+    from agents.models import AgentProfile
+
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_add"), profile_form(**{field: text})
+    )
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert not AgentProfile.objects.filter(name="fussy").exists()

@@ -250,3 +250,26 @@ def test_a_nul_in_an_admin_url_is_refused_before_the_database(
 
 def test_the_admin_search_still_works(admin_client, static_files):
     assert admin_client.get("/admin/agents/job/?q=job_").status_code == 200
+
+
+# --- What a model answers is stored, whatever it holds -----------------------------------
+
+
+@pytest.mark.parametrize("bad", [NUL, SURROGATE], ids=["NUL", "surrogate"])
+def test_a_model_reply_holding_nul_or_a_surrogate_is_stored_with_a_replacement_character(
+    agent_client, runtime, sync_queue, django_capture_on_commit_callbacks, bad
+):
+    from agents.models import JobStatus, Step
+    from conversations.models import Message
+
+    runtime.script = lambda prompt, body: f"Hello{bad} world"
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = agent_client.post(
+            "/agent/chat",
+            {"source": "t", "scope_type": "s", "scope_id": "1", "prompt": "Hi"},
+            format="json",
+        )
+    job = Job.objects.get(pk=answer.json()["data"]["job_id"])
+    assert job.status == JobStatus.FINISHED, job.error
+    assert Message.objects.get(job=job, role="assistant").content == "Hello\ufffd world"
+    assert Step.objects.get(job=job, kind="model_call").output["text"] == "Hello\ufffd world"
