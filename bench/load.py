@@ -4,10 +4,11 @@ then 100 clients starting chats and polling their status.
     .venv/bin/python bench/load.py [--clients 100] [--seconds 60] [--settle 60]
                                    [--terminate-every SECONDS]
 
-It creates a throwaway PostgreSQL database, runs gunicorn (``config.wsgi``, 2 processes x 8
-threads, DEBUG=0) and a ``qcluster`` (2 workers, the database broker), in front of loopback
-model runtimes that answer at once, and prints for each phase: requests, 5xx answers (target
-0), other failures (connection errors, 4xx), p50 and p99 in ms, and requests per second;
+It creates a throwaway PostgreSQL database, runs the production server (gunicorn with
+deploy/gunicorn.conf.py: ``config.asgi`` in uvicorn workers, DEBUG=0) and a ``qcluster``
+(2 workers, the database broker), in front of loopback model runtimes that answer at once,
+and prints for each phase: requests, 5xx answers (target 0), other failures (connection
+errors, 4xx), p50 and p99 in ms, and requests per second;
 for the chat phase also the chats finished and, ``--settle`` seconds after the load, the
 jobs still not terminal (target 0). ``--terminate-every S`` has PostgreSQL drop every
 connection of the service every S seconds during the load (``pg_terminate_backend``).
@@ -220,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         args.terminate_every
     )
     print(
-        f"load: {args.clients} clients x {args.seconds:g} s per phase; gunicorn 2x8 and a "
-        f"qcluster with 2 workers on PostgreSQL; {os.cpu_count()} CPUs, load average "
+        f"load: {args.clients} clients x {args.seconds:g} s per phase; the production server "
+        f"(2 uvicorn workers) and a qcluster with 2 workers on PostgreSQL; "
+        f"{os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.2f}{drops}; times in ms"
     )
     with (
@@ -237,11 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         manage(chat_env, "migrate", "--no-input")
         key = create_api_key(env, name="load", scopes="model,agent")
         rows, dropped = [], []
-        with gunicorn(env) as server:
+        with gunicorn(env, config=None) as server:
             tally, elapsed, drop = load("api.php", server.url, key, args, db_url)
             rows += rows_of("api.php", tally, elapsed)
             dropped += drop
-        with gunicorn(chat_env) as server, qcluster(chat_env):
+        with gunicorn(chat_env, config=None) as server, qcluster(chat_env):
             tally, elapsed, drop = load("chat", server.url, key, args, db_url)
             rows += rows_of("chat", tally, elapsed)
             dropped += drop
