@@ -302,6 +302,9 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 1, minimum=1)
 # Messages the scheduled catch-up (conversations.tasks.embed_pending) embeds per run.
 EMBEDDING_CATCHUP_BATCH = env_int("EMBEDDING_CATCHUP_BATCH", 500, minimum=1)
+# Megabytes of conversations' vectors each process keeps between turns (conversations.vector_cache):
+# about 39 MB per 100,000 messages of 384-d vectors; the least recently used go first.
+EMBEDDING_CACHE_MB = env_int("EMBEDDING_CACHE_MB", 256, minimum=1)
 
 # --- Keys -----------------------------------------------------------------------------
 # Requests per minute for a new key when none is given (0 = unlimited).

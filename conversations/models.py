@@ -124,3 +124,18 @@ class MessageEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.message_id} {self.model} ({self.dimension})"
+
+
+class EmbeddingCatchUp(models.Model):
+    """How far back the catch-up still has to look for messages without a vector of
+    ``model``: every message with an id below ``below_id`` had one when it was last
+    checked. The catch-up reads only the messages from ``below_id`` on; it moves the
+    mark forward after a pass that found nothing missing, but never past a message
+    stored less than ``conversations.vectors.CATCH_UP_GRACE`` before (a transaction
+    still open then could commit a message with a smaller id afterwards)."""
+
+    model = models.CharField(max_length=200, primary_key=True)
+    below_id = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.model} below {self.below_id}"

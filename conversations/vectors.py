@@ -8,22 +8,26 @@ compactly, and compared by brute force.
   re-embeds after a change of model.
 * **How stored.** ``MessageEmbedding``: the vector scaled to signed bytes (a 384-d
   vector is 384 bytes), with the model's name and the dimension.
-* **How compared.** A search reads the conversation's vectors of the current model below
-  ``before_seq`` through the ``(conversation, model, seq)`` index and takes the cosine
-  similarity with numpy: a matrix product over int8 rows. Vectors of another model are
-  never read.
+* **How compared.** By brute force over the conversation's vectors of the current model
+  below ``before_seq``, which each process keeps between turns and brings up to date
+  with one aggregate and the rows added since (``conversations.vector_cache``): cosine
+  similarity with numpy over int8 rows. Vectors of another model are never read.
 """
 
 from collections.abc import Iterable
+from datetime import timedelta
 
 import numpy as np
-from django.db import connection
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Max, OuterRef
+from django.utils import timezone
 
-from conversations.models import Message, MessageEmbedding
+from conversations import vector_cache
+from conversations.models import EmbeddingCatchUp, Message, MessageEmbedding
 from gateway import embeddings
 
 NO_BOUND = 2**31 - 1
+# The longest a transaction that stores messages may stay open (see EmbeddingCatchUp).
+CATCH_UP_GRACE = timedelta(minutes=10)
 
 
 def quantize(vector: np.ndarray) -> bytes:
@@ -72,8 +76,25 @@ def messages_embed(*, message_ids: Iterable[int]) -> int:
     return len(found)
 
 
+def _checked_below(model: str) -> int:
+    mark = EmbeddingCatchUp.objects.filter(model=model).values_list("below_id", flat=True)
+    return mark.first() or 0
+
+
+def _advance(model: str, below: int) -> None:
+    """After a pass that found no message from id ``below`` on without a vector: marks
+    the messages stored before ``CATCH_UP_GRACE`` as checked."""
+    cutoff = timezone.now() - CATCH_UP_GRACE
+    old = Message.objects.filter(id__gte=below, created_at__lt=cutoff)
+    last = old.aggregate(last=Max("id"))["last"]
+    if last is not None:
+        EmbeddingCatchUp.objects.update_or_create(model=model, defaults={"below_id": last + 1})
+
+
 def pending(*, conversation_id: str | None = None, limit: int) -> list[int]:
-    """Ids of messages without a vector of the current model, newest first."""
+    """Ids of messages without a vector of the current model, newest first: in one
+    conversation (through its messages), or in all of them from the catch-up's mark on
+    (``EmbeddingCatchUp``; through the primary key), not in the whole table."""
     model = embeddings.model_id()
     if model is None:
         return []
@@ -81,6 +102,8 @@ def pending(*, conversation_id: str | None = None, limit: int) -> list[int]:
     messages = Message.objects.filter(~Exists(done))
     if conversation_id is not None:
         messages = messages.filter(conversation_id=conversation_id)
+    else:
+        messages = messages.filter(id__gte=_checked_below(model))
     return list(messages.order_by("-id").values_list("id", flat=True)[:limit])
 
 
@@ -88,12 +111,17 @@ def embed_pending(
     *, conversation_id: str | None = None, limit: int | None = None, batch: int = 256
 ) -> int:
     """Embeds messages that lack a vector of the current model, newest first, in
-    batches, until none is left or ``limit`` are done. Raises EmbeddingUnavailable."""
+    batches, until none is left or ``limit`` are done; a pass over all conversations
+    that leaves none moves the catch-up's mark. Raises EmbeddingUnavailable."""
+    model = embeddings.model_id()
+    below = 0 if model is None else _checked_below(model)
     done = 0
     while limit is None or done < limit:
         size = batch if limit is None else min(batch, limit - done)
         ids = pending(conversation_id=conversation_id, limit=size)
         if not ids:
+            if conversation_id is None and model is not None:
+                _advance(model, below)
             break
         done += messages_embed(message_ids=ids)
     return done
@@ -104,24 +132,10 @@ def similarities(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The cosine similarity of the query vector (of the current model) with every
     message of the conversation that has a vector of that model and ``seq < before_seq``:
-    ``(seqs, similarities)`` in the order of ``seq``. One indexed read of the rows as raw
-    tuples (the ORM's per-row work would cost more than the arithmetic)."""
-    table = MessageEmbedding._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT seq, vector FROM {table} "
-            "WHERE conversation_id = %s AND model = %s AND dimension = %s AND seq < %s "
-            "ORDER BY seq",
-            [conversation_id, embeddings.model_id(), len(query), before_seq or NO_BOUND],
-        )
-        pairs = cursor.fetchall()
-    if not pairs:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    seqs = np.fromiter((seq for seq, _ in pairs), dtype=np.int64, count=len(pairs))
-    raw = b"".join(bytes(vector) for _, vector in pairs)
-    matrix = np.frombuffer(raw, dtype=np.int8).reshape(len(pairs), -1).astype(np.float32)
-    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
-    return seqs, (matrix @ query.astype(np.float32)) / np.maximum(norms, 1e-6)
+    ``(seqs, similarities)`` in the order of ``seq``, from the vectors this process keeps
+    (``conversations.vector_cache``), brought up to date first."""
+    kept = vector_cache.CACHE.vectors(conversation_id, embeddings.model_id(), len(query))
+    return kept.similarities(query, before_seq or NO_BOUND)
 
 
 def lookup(seqs: np.ndarray, scores: np.ndarray, wanted: list[int]) -> dict[int, float]:

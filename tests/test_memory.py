@@ -2,14 +2,18 @@
 hybrid search, the catch-up, and the chat agent finding a paraphrased fact."""
 
 import io
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from agents.models import Step
-from conversations import vectors
-from conversations.models import Conversation, Message, MessageEmbedding
+from conversations import services, vectors
+from conversations.models import Conversation, EmbeddingCatchUp, Message, MessageEmbedding
 from conversations.retrieval import find_messages
 from conversations.search import keywords
 from gateway import embeddings, local_embedder, routing
@@ -101,6 +105,26 @@ def test_vectors_are_stored_compactly_with_their_model_and_dimension(owner_key):
     assert vectors.pending(conversation_id=conversation.pk, limit=10) == []
 
 
+def test_the_catch_up_looks_only_past_the_messages_it_found_embedded(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 10)
+    Message.objects.filter(conversation=conversation).update(
+        created_at=timezone.now() - vectors.CATCH_UP_GRACE - timedelta(seconds=1)
+    )
+    newest = Message.objects.filter(conversation=conversation).latest("id").id
+    assert vectors.embed_pending() == 10
+    mark = EmbeddingCatchUp.objects.get(model=embeddings.model_id())
+    assert mark.below_id == newest + 1
+    services.messages_import(conversation=conversation, messages=[("user", "a"), ("user", "b")])
+    with CaptureQueriesContext(connection) as queries:
+        found = vectors.pending(limit=10)
+    assert found == [newest + 2, newest + 1]
+    assert any(f'"id" >= {newest + 1}' in q["sql"] for q in queries.captured_queries)
+    # Stored just now: embedded, but the mark stays before them until the grace is over.
+    assert vectors.embed_pending() == 2
+    assert EmbeddingCatchUp.objects.get(model=embeddings.model_id()).below_id == newest + 1
+    assert vectors.pending(limit=10) == []
+
+
 def test_deleting_a_message_or_a_conversation_deletes_its_vectors(owner_key):  # noqa: F811
     conversation = conversation_of_facts(owner_key, 10)
     vectors.embed_pending(conversation_id=conversation.pk)
@@ -139,6 +163,75 @@ def test_embed_history_reports_what_it_embedded(owner_key, capsys):  # noqa: F81
     assert "12 messages embedded" in out and embeddings.model_id() in out
     call_command("embed_history", conversation=conversation.pk)
     assert "0 messages embedded" in capsys.readouterr().out
+
+
+# --- The vectors a process keeps between turns -------------------------------------------------
+
+
+def semantic_seqs(conversation, question: str, limit: int = 3) -> list[int]:
+    found = find_messages(
+        conversation_id=conversation.pk, query=question, limit=limit, mode="semantic"
+    )
+    return [row["seq"] for row in found.rows]
+
+
+def embed_seqs(conversation, *seqs: int) -> None:
+    ids = Message.objects.filter(conversation=conversation, seq__in=seqs).values_list(
+        "id", flat=True
+    )
+    vectors.messages_embed(message_ids=ids)
+
+
+def test_a_new_message_is_found_right_after_it_is_embedded(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 40)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    question = "Where is my boat moored?"
+    assert semantic_seqs(conversation, question)  # this process now keeps the 40 vectors
+    services.messages_import(
+        conversation=conversation, messages=[("user", "The sailboat is tied up at pier 7.")]
+    )
+    embed_seqs(conversation, 41)
+    assert semantic_seqs(conversation, question)[0] == 41
+
+
+def test_an_older_message_embedded_late_is_found(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 40)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    MessageEmbedding.objects.filter(conversation=conversation, seq=33).delete()
+    assert 33 not in semantic_seqs(conversation, PARAPHRASES[33])
+    embed_seqs(conversation, 33)  # the catch-up, after newer messages had their vectors
+    assert semantic_seqs(conversation, PARAPHRASES[33])[0] == 33
+
+
+def test_a_deleted_message_is_never_returned(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 40)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    MessageEmbedding.objects.filter(conversation=conversation, seq=9).delete()
+    assert semantic_seqs(conversation, PARAPHRASES[3])[0] == 3
+    # One message deleted and another embedded late: as many vectors as before.
+    Message.objects.filter(conversation=conversation, seq=3).delete()
+    embed_seqs(conversation, 9)
+    for mode in ("semantic", "hybrid"):
+        found = find_messages(
+            conversation_id=conversation.pk, query=PARAPHRASES[3], limit=40, mode=mode
+        )
+        assert 3 not in [row["seq"] for row in found.rows]
+    assert semantic_seqs(conversation, PARAPHRASES[9])[0] == 9
+
+
+def test_a_search_reads_only_the_vectors_stored_since_the_last_one(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 40)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    semantic_seqs(conversation, PARAPHRASES[3])
+    with CaptureQueriesContext(connection) as unchanged:
+        semantic_seqs(conversation, PARAPHRASES[3])
+    assert not [q for q in unchanged.captured_queries if "vector FROM" in q["sql"]]
+    services.messages_import(conversation=conversation, messages=[("user", "One more.")])
+    embed_seqs(conversation, 41)
+    with CaptureQueriesContext(connection) as appended:
+        semantic_seqs(conversation, PARAPHRASES[3])
+    [read] = [q for q in appended.captured_queries if "vector FROM" in q["sql"]]
+    assert "seq > 40" in read["sql"]
 
 
 # --- Hybrid search --------------------------------------------------------------------------
