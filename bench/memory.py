@@ -1,7 +1,7 @@
 """Benchmark of the chat agent's memory: does the fact a question asks about reach the
 prompt, found by its words or by its meaning, and what does one turn's retrieval cost.
 
-    .venv/bin/python bench/memory.py [--only sqlite|postgres] [--repeat N]
+    .venv/bin/python bench/memory.py [--only sqlite|postgres] [--repeat N] [--base REV]
 
 For each database (a migrated SQLite temp file; a throwaway PostgreSQL database):
 
@@ -16,11 +16,17 @@ For each database (a migrated SQLite temp file; a throwaway PostgreSQL database)
   side. Targets, hybrid, at every depth: >= 0.98 with shared words, >= 0.90 for
   paraphrases.
 * **Cost.** One turn's retrieval (the agent's ``search_history`` in hybrid mode plus
-  its ``read_history``, the question's vector already made, as the chat job makes it when
-  it stores the question) in conversations of 1,000, 10,000 and 100,000 messages, text
+  its ``read_history``, the question's vector already made and stored, as the chat job
+  does when it starts) in conversations of 1,000, 10,000 and 100,000 messages, text
   only beside it, embedding the question apart, and the whole preparation of a turn
-  (context, retrieval, context again); median and p90 of N.
+  (context, retrieval, context again); median and p90 of N. Questions are kept, so the
+  history grows by one message a turn, as a real one does. The first of the turns (not
+  in the medians) is also shown apart: the process reads the conversation's vectors then.
   Targets: retrieval p50 <= 50 ms at 10,000 and <= 500 ms at 100,000 messages.
+
+With ``--base REV`` an earlier commit runs the same worker (from a temporary git worktree,
+on a database of its own) just before the working tree, database by database, and the
+p50s are printed side by side.
 
 Vectors are made by the local embedder once per distinct text (the conversations reuse
 a pool of generated messages) and stored as the worker stores them.
@@ -29,6 +35,7 @@ a pool of generated messages) and stored as the worker stores them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -39,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -93,8 +101,19 @@ def pool(rng: random.Random) -> list[str]:
     return sorted(texts)
 
 
+SUFFIXES = ("ies", "ing", "ed", "es", "s", "ly")
+
+
+def _stem(word: str) -> str:
+    """A light stemmer: 'lockers' -> 'locker', 'stored' -> 'stor'."""
+    for suffix in SUFFIXES:
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word.removesuffix("e") if len(word) > 3 else word
+
+
 def _stems(text: str) -> set[str]:
-    from conversations.search import _stem, keywords
+    from conversations.search import keywords
 
     return {_stem(word) for word in keywords(text)}
 
@@ -170,14 +189,11 @@ class Worker:
                 cursor.execute("ANALYZE conversations_message")
                 cursor.execute("ANALYZE conversations_messageembedding")
 
-    def prepare(self, conversation, question: str) -> tuple[object, float]:
-        """Starts a chat as the API does and runs its job up to the first model call; the
-        question is deleted afterwards so that it does not become history."""
+    def start(self, conversation, question: str) -> tuple[object, object]:
+        """Starts a chat as the API does and claims its job: (job, its user message)."""
         from agents import services as jobs
-        from agents.context import JobContext
         from conversations import services, tokens
-        from conversations.chat_agent import ChatTurn
-        from conversations.models import Message, Role
+        from conversations.models import Role
         from conversations.selectors import message_of_job
 
         _, job, _ = services.chat_start(
@@ -187,13 +203,27 @@ class Worker:
         )  # fmt: skip
         claimed = jobs.job_claim(job.pk, token="bench")
         assert claimed is not None, "the chat job could not be claimed"
+        return claimed, message_of_job(claimed, Role.USER)
+
+    def prepare_started(self, claimed, own, *, keep: bool) -> tuple[object, float]:
+        """Runs a started job up to its first model call and finishes it; unless ``keep``,
+        its question is deleted afterwards so that it does not become history."""
+        from agents import services as jobs
+        from agents.context import JobContext
+        from conversations.chat_agent import ChatTurn
+        from conversations.models import Message
+
         started = time.perf_counter()
-        turn = ChatTurn(JobContext(claimed, "bench"), message_of_job(claimed, Role.USER))
-        context = turn.prepare(offer_tools=True)
+        context = ChatTurn(JobContext(claimed, "bench"), own).prepare(offer_tools=True)
         elapsed = time.perf_counter() - started
         jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
-        Message.objects.filter(job=claimed).delete()
+        if not keep:
+            Message.objects.filter(job=claimed).delete()
         return context, elapsed
+
+    def prepare(self, conversation, question: str) -> tuple[object, float]:
+        """A new chat's prompt, the question not kept."""
+        return self.prepare_started(*self.start(conversation, question), keep=False)
 
     def recall(self) -> dict:
         from django.conf import settings
@@ -220,7 +250,7 @@ class Worker:
         return result
 
     def cost(self, repeat: int) -> dict:
-        from conversations import selectors
+        from conversations import selectors, vectors
         from conversations.retrieval import find_messages
         from gateway import embeddings
 
@@ -235,18 +265,20 @@ class Worker:
             for size in COST_SIZES:  # sizes take turns: a noisy neighbour slows all alike
                 conversation = conversations[size]
                 question = self.rng.choice(questions)
-                # The chat job embeds its question when it starts (the vector it stores);
-                # its search then finds that vector in the embedder's cache. Timed apart.
+                claimed, own = self.start(conversation, question)
+                # The chat job embeds and stores its question when it starts (its search
+                # then finds the vector in the embedder's cache and the stored row as the
+                # one added since the last turn). Timed apart.
                 started = time.perf_counter()
                 embeddings.forget()
-                embeddings.embed_query(question)
+                vectors.messages_embed(message_ids=[own.pk])
                 if n >= 2:
                     timings[size]["embed"].append((time.perf_counter() - started) * 1000)
                 for mode in ("hybrid", "text"):
                     started = time.perf_counter()
                     found = find_messages(
                         conversation_id=conversation.pk, query=question, limit=10,
-                        before_seq=size - 20, mode=mode,
+                        before_seq=own.seq, mode=mode,
                     )  # fmt: skip
                     if found.rows:
                         selectors.messages_before(
@@ -254,9 +286,13 @@ class Worker:
                             before_seq=found.rows[0]["seq"] + 2,
                             limit=3,
                         )
+                    elapsed = (time.perf_counter() - started) * 1000
                     if n >= 2:
-                        timings[size][mode].append((time.perf_counter() - started) * 1000)
-                _, elapsed = self.prepare(conversation, question)
+                        timings[size][mode].append(elapsed)
+                    elif n == 0 and mode == "hybrid":
+                        timings[size]["first"] = [elapsed]
+                # Kept: the history grows by a question a turn, as a real one does.
+                _, elapsed = self.prepare_started(claimed, own, keep=True)
                 if n >= 2:
                     timings[size]["prepare"].append(elapsed * 1000)
         for size, measured in timings.items():
@@ -291,14 +327,17 @@ def check_facts() -> list[str]:
     return bad
 
 
-def run_database(name: str, repeat: int, cache: Path) -> dict:
+def run_database(name: str, repeat: int, cache: Path, tree: Path = PROJECT_DIR) -> dict:
+    """The worker's figures on a new database of its own, run from checkout ``tree``."""
     with DATABASES[name]() as url:
-        env = service_env(url, runtime_url="http://127.0.0.1:9", EMBEDDING_BACKEND="local")
+        env = service_env(
+            url, runtime_url="http://127.0.0.1:9", tree=tree, EMBEDDING_BACKEND="local"
+        )
         manage(env, "migrate")
         done = subprocess.run(
-            [python(), str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat),
+            [python(), str(tree / "bench" / "memory.py"), "--worker", "--repeat", str(repeat),
              "--cache", str(cache)],
-            cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=5400,
+            cwd=tree, env=env, capture_output=True, text=True, timeout=5400,
         )  # fmt: skip
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if done.returncode != 0 or line is None:
@@ -342,6 +381,7 @@ def report(name: str, result: dict) -> bool:
         rows.append(
             [f"{size:,}", c["hybrid"]["p50"], c["hybrid"]["p90"], c["text"]["p50"],
              c["embed"]["p50"], c["prepare"]["p50"], c["prepare"]["p90"],
+             c["first"]["p50"] if "first" in c else "",
              f"<= {target:.0f}" if target else "", met]
         )  # fmt: skip
     print(
@@ -354,6 +394,7 @@ def report(name: str, result: dict) -> bool:
                 "embed question ms",
                 "turn prep p50 ms",
                 "p90 ms",
+                "first turn ms",
                 "target p50",
                 "met",
             ],
@@ -363,10 +404,51 @@ def report(name: str, result: dict) -> bool:
     return ok
 
 
+def report_ratios(name: str, before: dict, after: dict) -> None:
+    """The working tree's p50s beside the base commit's, measured in the same run."""
+    print(f"\n== {name}: before (base) against after (working tree), p50 ms ==")
+    rows = []
+    for size in COST_SIZES:
+        b, a = before["cost"][str(size)], after["cost"][str(size)]
+        rows.append(
+            [f"{size:,}", b["hybrid"]["p50"], a["hybrid"]["p50"],
+             f"{b['hybrid']['p50'] / a['hybrid']['p50']:.1f}x", b["text"]["p50"],
+             a["text"]["p50"], b["prepare"]["p50"], a["prepare"]["p50"],
+             f"{b['prepare']['p50'] / a['prepare']['p50']:.1f}x"]
+        )  # fmt: skip
+    print(
+        table(
+            ["messages", "retrieval before", "after", "faster", "text-only before", "after",
+             "turn prep before", "after", "faster"],
+            rows,
+        )
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def base_checkout(revision: str) -> Iterator[Path]:
+    """A temporary git worktree of ``revision``."""
+    with tempfile.TemporaryDirectory(prefix="llmgw-memory-base-") as parent:
+        tree = Path(parent) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--quiet", "--detach", str(tree), revision],
+            cwd=PROJECT_DIR, check=True,
+        )  # fmt: skip
+        try:
+            yield tree
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(tree)], cwd=PROJECT_DIR, check=False
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15, help="timed turns per size")
     parser.add_argument("--only", choices=sorted(DATABASES), help="one database only")
+    parser.add_argument(
+        "--base", help="also run an earlier commit (any git revision), database by database"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--cache", type=Path, help="keep the computed vectors in this folder for the next run"
@@ -386,13 +468,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench/memory.py on {platform.node()}, {os.cpu_count()} CPUs, "
           f"{platform.python_version()}, {len(FACTS)} facts")  # fmt: skip
     ok = True
-    with tempfile.TemporaryDirectory(prefix="llmgw-memory-") as temporary:
+    with contextlib.ExitStack() as stack:
+        temporary = stack.enter_context(tempfile.TemporaryDirectory(prefix="llmgw-memory-"))
         cache = args.cache or Path(temporary)
         cache.mkdir(parents=True, exist_ok=True)
+        base = stack.enter_context(base_checkout(args.base)) if args.base else None
         for name in [args.only] if args.only else list(DATABASES):
+            if base is not None:
+                started = time.perf_counter()
+                before = run_database(name, args.repeat, cache.resolve(), base)
+                report(f"{name}, before ({args.base})", before)
+                print(f"({time.perf_counter() - started:.0f} s)")
             started = time.perf_counter()
-            ok &= report(name, run_database(name, args.repeat, cache.resolve()))
+            after = run_database(name, args.repeat, cache.resolve())
+            ok &= report(name, after)
             print(f"({time.perf_counter() - started:.0f} s)")
+            if base is not None:
+                report_ratios(name, before, after)
     return 0 if ok else 1
 
 

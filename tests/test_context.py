@@ -192,54 +192,71 @@ def test_search_stays_within_its_conversation_and_before_seq(owner):
     assert [row["seq"] for row in before] == [1]
 
 
-# Only PostgreSQL's search reads planner statistics: the second mode exists only there.
-STATISTICS_MODES = ["no statistics"] + (
-    ["statistics"] if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else []
-)
-
-
-@pytest.fixture(params=STATISTICS_MODES)
-def statistics(request):
-    """On PostgreSQL the search reads the planner's statistics of common words; with
-    them it walks the newest messages for those, without them it uses the GIN index."""
-
-    def gather() -> bool:
-        search._common.clear()
-        if request.param == "statistics":
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE conversations_message")
-        return request.param == "statistics"
-
-    yield gather
-    search._common.clear()
-
-
-def test_an_old_message_with_all_the_common_words_is_found(owner, statistics):
+@pytest.mark.parametrize("query", ["red bicycle blue car", "note red bicycle blue car"])
+def test_an_old_message_with_more_of_the_words_outranks_newer_ones(owner, query):
     contents = [
-        f"note {n}: the red bicycle" if n % 2 else f"note {n}: the blue car" for n in range(600)
-    ]
-    contents += [f"the red car {n}" for n in range(100)]
-    contents[7] = "the red bicycle and the blue car were both in the garage"
-    conversation = conversation_with(owner, contents)
-    if statistics():
-        assert {"red", "bicycl", "car"} <= set(search._common_lexemes())
-    found = search.search_messages(
-        conversation_id=conversation.pk, query="red bicycle blue car", limit=3
-    )
-    assert found[0]["seq"] == 8
-
-
-def test_an_old_message_with_all_but_one_common_word_is_found(owner, statistics):
-    contents = [
-        f"note {n}: the red bicycle" if n % 2 else f"note {n}: the blue car" for n in range(600)
+        (f"note {n}: the red bicycle", f"note {n}: the blue car", f"note {n}: a quiet day")[n % 3]
+        for n in range(600)
     ]
     contents[7] = "the red bicycle and the blue car were both in the garage"
     conversation = conversation_with(owner, contents)
-    statistics()
-    found = search.search_messages(
-        conversation_id=conversation.pk, query="note red bicycle blue car", limit=3
-    )
+    found = search.search_messages(conversation_id=conversation.pk, query=query, limit=3)
     assert found[0]["seq"] == 8
+
+
+def database_rank(conversation_id: str, seq: int, words: str) -> float:
+    """The database's own rank of one message for ``words`` (any of them), asked directly:
+    ``bm25`` of the FTS5 table on SQLite, ``ts_rank`` of ``websearch_to_tsquery`` on
+    PostgreSQL."""
+    message = Message.objects.get(conversation_id=conversation_id, seq=seq)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT ts_rank(search_vector, websearch_to_tsquery('english', %s), 1) "
+                "FROM conversations_message WHERE id = %s",
+                [" or ".join(words.split()), message.pk],
+            )
+        else:
+            cursor.execute(
+                "SELECT -bm25(conversations_message_fts, 1.0, 0.0) "
+                "FROM conversations_message_fts WHERE conversations_message_fts MATCH %s "
+                "AND rowid = %s",
+                ["content : (" + " OR ".join(words.split()) + ")", message.pk],
+            )
+        return cursor.fetchone()[0]
+
+
+def test_full_text_ranks_by_the_databases_own_ranking(owner):
+    conversation = conversation_with(
+        owner,
+        [
+            "My locker code is 4821.",
+            "Here is the log: " + " ".join(f"code {n} reviewed" for n in range(200)),
+            "The lockers at the gym are new.",
+            "The weather is fine.",
+        ]
+        # bm25 gives no weight to a word in half of the messages or more.
+        + [f"Small talk number {n}." for n in range(12)],
+    )
+    found = search.search_messages(conversation_id=conversation.pk, query="locker code", limit=5)
+    # The short message with both words first; the paste that repeats one word is held
+    # back by its length.
+    assert found[0]["seq"] == 1, found
+    assert sorted(row["seq"] for row in found) == [1, 2, 3]
+    for row in found:
+        expected = database_rank(conversation.pk, row["seq"], "locker code")
+        assert row["score"] == pytest.approx(expected, abs=1e-4)
+    scores = [row["score"] for row in found]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_quoted_phrase_matches_its_words_together(owner):
+    conversation = conversation_with(
+        owner, ["the blue sky over a red car", "a blue car in the garage", "nothing"]
+    )
+    assert search.terms('where is the "blue car" by the garage?') == ["blue car", "garage"]
+    found = search.search_messages(conversation_id=conversation.pk, query='"blue car"', limit=5)
+    assert [row["seq"] for row in found] == [2]
 
 
 def test_search_without_keywords_finds_nothing(owner):
