@@ -218,6 +218,7 @@ class ServerConfig:
 class Server:
     url: str
     pid: int
+    output: Path | None = None  # what gunicorn's service printed (errors, the app's log)
 
 
 @contextlib.contextmanager
@@ -225,7 +226,7 @@ def gunicorn(env: dict[str, str], config: ServerConfig | None = ServerConfig()) 
     """The server on a free loopback port, answering; yields its URL and pid. With
     ``config=None``, the production server of the tree (its deploy/gunicorn.conf.py)."""
     port = free_port()
-    with temp_dir("llmgw-bench-gunicorn-") as logs:
+    with temp_dir("llmgw-bench-gunicorn-") as logs, open(logs / "output.log", "wb") as output:
         log = logs / "gunicorn.log"
         server = ["-c", "deploy/gunicorn.conf.py"] if config is None else config.args()
         process = subprocess.Popen(
@@ -245,13 +246,13 @@ def gunicorn(env: dict[str, str], config: ServerConfig | None = ServerConfig()) 
             ],
             cwd=env["PYTHONPATH"],
             env=env,
-            stdout=subprocess.DEVNULL,
+            stdout=output,
             stderr=subprocess.STDOUT,
         )
         base_url = f"http://{LOOPBACK}:{port}"
         try:
             wait_until_answering(f"{base_url}/healthz", process=process)
-            yield Server(base_url, process.pid)
+            yield Server(base_url, process.pid, Path(output.name))
         except BaseException:
             if log.exists():
                 sys.stderr.write(log.read_text()[-4000:])

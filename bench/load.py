@@ -215,6 +215,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def server_errors(server) -> list[str]:
+    """The server's error lines and tracebacks: what to read when a 5xx was counted."""
+    errors, in_traceback = [], False
+    for line in server.output.read_text(errors="replace").splitlines():
+        if line.startswith("Traceback"):
+            in_traceback = True
+        elif in_traceback and not line.startswith(" "):
+            in_traceback = False
+            errors.append(line)  # the exception itself
+        if in_traceback or "ERROR" in line:
+            errors.append(line)
+    return errors
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     drops = f", every connection dropped every {args.terminate_every:g} s" * bool(
@@ -238,22 +252,26 @@ def main(argv: list[str] | None = None) -> int:
         chat_env = {**env, "MODEL_RUNTIME_URL": full.url, "AGENT_MODEL": MODEL}
         manage(chat_env, "migrate", "--no-input")
         key = create_api_key(env, name="load", scopes="model,agent")
-        rows, dropped = [], []
+        rows, dropped, errors = [], [], []
         with gunicorn(env, config=None) as server:
             tally, elapsed, drop = load("api.php", server.url, key, args, db_url)
             rows += rows_of("api.php", tally, elapsed)
             dropped += drop
+            errors += server_errors(server)
         with gunicorn(chat_env, config=None) as server, qcluster(chat_env):
             tally, elapsed, drop = load("chat", server.url, key, args, db_url)
             rows += rows_of("chat", tally, elapsed)
             dropped += drop
             time.sleep(args.settle)
             waiting = not_terminal(db_url)
+            errors += server_errors(server)
     print(table(["phase", "requests", "p50", "p99", "req/s", "5xx", "other failures"], rows))
     print(f"chats finished during the load: {tally.chats_finished}")
     if dropped:
         print(f"connections terminated: {len(dropped)} times, {sum(dropped)} connections")
     five_xx = sum(int(row[5] or 0) for row in rows)
+    if five_xx:
+        print("the server's errors:", *errors[-60:] or ["(none logged)"], sep="\n  ")
     print(f"jobs not terminal {args.settle:g} s after the load: {waiting}")
     met = five_xx == 0 and waiting == 0
     print(
