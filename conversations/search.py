@@ -52,6 +52,7 @@ STOPWORDS = frozenset(_STOPWORDS.split())
 MAX_KEYWORDS = 8
 PLAIN_SCAN = 500
 NO_BOUND = 2**31 - 1
+NO_ID = 2**63 - 1
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _QUOTED = re.compile(r'"([^"]+)"')
 
@@ -97,17 +98,28 @@ def _fts5_ready() -> bool:
 
 
 def _fts5(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
-    """``(seq, score)`` best first: ``bm25`` is lower for a better match."""
+    """``(seq, score)`` best first (``bm25`` is lower for a better match). The match is
+    scoped by the conversation column and bounded by message id (ids grow with seq in a
+    conversation), so the ranking reads the FTS table alone: joining each match to its
+    message cost a third of the time when thousands of messages share a word."""
     match = f"conversation_id : {_quoted(conversation_id)} AND ({' OR '.join(map(_quoted, words))})"
+    bound = (
+        Message.objects.filter(conversation_id=conversation_id, seq__gte=before)
+        .order_by("seq")
+        .values_list("id", flat=True)
+        .first()
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT m.seq, -bm25(conversations_message_fts, 1.0, 0.0) AS score "
-            "FROM conversations_message_fts f JOIN conversations_message m ON m.id = f.rowid "
-            "WHERE conversations_message_fts MATCH %s AND m.conversation_id = %s "
-            "AND m.seq < %s ORDER BY score DESC, m.seq DESC LIMIT %s",
-            [match, conversation_id, before, limit],
+            "SELECT rowid, -bm25(conversations_message_fts, 1.0, 0.0) AS score "
+            "FROM conversations_message_fts WHERE conversations_message_fts MATCH %s "
+            "AND rowid < %s ORDER BY score DESC, rowid DESC LIMIT %s",
+            [match, NO_ID if bound is None else bound, limit],
         )
-        return cursor.fetchall()
+        ranked = cursor.fetchall()
+    found = Message.objects.filter(conversation_id=conversation_id, id__in=[pk for pk, _ in ranked])
+    seqs = dict(found.values_list("id", "seq"))
+    return [(seqs[pk], score) for pk, score in ranked if pk in seqs]
 
 
 # --- PostgreSQL: tsvector and ts_rank -------------------------------------------------------
