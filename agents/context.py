@@ -11,6 +11,7 @@ from django.conf import settings
 from agents import services
 from agents.models import Job, JobStatus, StepKind, StepStatus
 from agents.tools import REGISTRY, ToolError
+from core.db import release_pooled_connections
 from core.http import storable
 from gateway import runtime
 from gateway import services as gateway
@@ -55,6 +56,14 @@ class JobContext:
             status = services.job_status(self.job, token=self.token)
         return status == JobStatus.CANCELLING
 
+    def _should_stop_waiting(self) -> bool:
+        """:meth:`should_stop` while the model generates: the connection it took goes back
+        to the pool until the next check."""
+        try:
+            return self.should_stop()
+        finally:
+            release_pooled_connections()
+
     def check(self) -> None:
         if self.should_stop():
             raise JobCancelled()
@@ -85,8 +94,9 @@ class JobContext:
         )
 
     def note(self, name: str, data: dict[str, Any]) -> None:
-        with self.step(StepKind.NOTE, name, data):
-            pass
+        services.step_start(
+            self.job, token=self.token, kind=StepKind.NOTE, name=name, input=data, finished=True
+        )
 
     # --- Model and tools -------------------------------------------------------------------
 
@@ -118,7 +128,7 @@ class JobContext:
                     options=options,
                     origin=UsageRecord.Origin.AGENT,
                     job_id=self.job.pk,
-                    should_stop=self.should_stop,
+                    should_stop=self._should_stop_waiting,
                     messages=messages,
                 )
             except runtime.GenerationCancelled:

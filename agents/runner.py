@@ -7,6 +7,7 @@ import uuid
 
 from agents import kinds, recovery, services, worker
 from agents.context import AgentFailure, JobCancelled, JobContext
+from agents.models import Job
 from core.db import is_connection_loss, replace_if_dropped
 from core.errors import error_id
 from core.exceptions import DomainError
@@ -18,15 +19,28 @@ def new_token() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
+def claim(job_id: str) -> tuple[Job, str] | None:
+    """Claims the job for a new lease token; None when this delivery cannot (a duplicate or
+    late delivery finds the job claimed or over, a chat waits for the earlier one)."""
+    token = new_token()
+    job = services.job_claim(job_id, token=token)
+    return None if job is None else (job, token)
+
+
 def run_job(job_id: str) -> str:
     """Runs the job if this delivery can claim it; returns what happened (for the queue log).
 
     A duplicate or late delivery finds the job claimed or over and returns at once.
     """
-    token = new_token()
-    job = services.job_claim(job_id, token=token)
-    if job is None:
+    claimed = claim(job_id)
+    if claimed is None:
         return "not claimed"
+    return run_claimed(*claimed)
+
+
+def run_claimed(job: Job, token: str) -> str:
+    """Runs a job this worker claimed with ``token`` and ends it in one terminal state."""
+    job_id = job.pk
     ctx = JobContext(job, token)
     try:
         with worker.holding(job.pk, token):

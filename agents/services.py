@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -142,18 +142,11 @@ def task_start(
 
 
 def _earlier_chat_waiting(job: Job) -> bool:
+    """Whether an earlier chat of the job's conversation waits, or one runs (one read)."""
     return (
-        Job.objects.filter(
-            conversation_id=job.conversation_id,
-            kind=JobKind.CHAT,
-            status=JobStatus.QUEUED,
-            created_at__lt=job.created_at,
-        ).exists()
-        or Job.objects.filter(
-            conversation_id=job.conversation_id,
-            kind=JobKind.CHAT,
-            status__in=ACTIVE,
-        ).exists()
+        Job.objects.filter(conversation_id=job.conversation_id, kind=JobKind.CHAT)
+        .filter(Q(status=JobStatus.QUEUED, created_at__lt=job.created_at) | Q(status__in=ACTIVE))
+        .exists()
     )
 
 
@@ -199,6 +192,20 @@ def job_renew_lease(job_id: str, *, token: str) -> bool:
     )
 
 
+def job_renew_leases(leases: list[tuple[str, str]]) -> int:
+    """Extends, in one statement, the leases ``(job id, token)`` this worker process holds;
+    returns how many it still held."""
+    if not leases:
+        return 0
+    held = Q()
+    for job_id, token in leases:
+        held |= Q(pk=job_id, lease_owner=token)
+    now = timezone.now()
+    return Job.objects.filter(held, status__in=ACTIVE).update(
+        heartbeat_at=now, lease_expires_at=_lease_until(now)
+    )
+
+
 def job_heartbeat(job: Job, *, token: str) -> str:
     """Extends the lease and returns the job's status; raises LeaseLost if it is not ours."""
     if not job_renew_lease(job.pk, token=token):
@@ -221,8 +228,16 @@ def job_status(job: Job, *, token: str) -> str:
 
 
 def step_start(
-    job: Job, *, token: str, kind: str, name: str, input: dict[str, Any] | None = None
+    job: Job,
+    *,
+    token: str,
+    kind: str,
+    name: str,
+    input: dict[str, Any] | None = None,
+    finished: bool = False,
 ) -> Step:
+    """Records a running step of a job this worker holds (LeaseLost if it does not); with
+    ``finished``, a step that is over as it is recorded (a note), in the same one write."""
     # One query: is the job still ours, and what is its last step's index?
     held = list(
         Job.objects.filter(pk=job.pk, lease_owner=token, status__in=ACTIVE)
@@ -232,6 +247,8 @@ def step_start(
     if not held:
         raise LeaseLost(job.pk)
     index = held[0]
+    now = timezone.now()
+    over = {"status": StepStatus.FINISHED, "finished_at": now, "elapsed": 0.0} if finished else {}
     try:
         return Step.objects.create(
             job=job,
@@ -239,7 +256,8 @@ def step_start(
             kind=kind,
             name=name,
             input=input or {},
-            started_at=timezone.now(),
+            started_at=now,
+            **over,
         )
     except IntegrityError as exc:  # another worker wrote this index: we lost the job
         raise LeaseLost(job.pk) from exc

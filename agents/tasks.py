@@ -5,13 +5,13 @@ closes only those that fail a health check, which ``config.postgresql`` skips fo
 connection used a moment ago.
 """
 
-from agents import recovery, runner
+from agents import jobthreads, recovery
 from core.db import close_dropped_connections
 
 
 def run_job(job_id: str) -> str:
     close_dropped_connections()
-    return runner.run_job(job_id)
+    return jobthreads.dispatch(job_id)
 
 
 def reap_jobs() -> dict[str, int]:

@@ -1,16 +1,19 @@
 """What every worker process runs beside its jobs: the lease heartbeat and the reaper.
 
 One daemon thread per django-q2 worker process, started when the process is spawned. Every
-``JOB_HEARTBEAT_SECONDS`` it renews the lease of the job the process is running, whatever
-the job is doing (a model call that has not sent its first token, a tokenizer waiting behind
-another generation, a slow tool), so the lease can be short; every ``JOB_REAP_SECONDS`` it
-runs the reaper, so a job whose worker died is put back soon after its lease ran out, not
-at the next minute of the schedule.
+``JOB_HEARTBEAT_SECONDS`` it renews, in one statement, the leases of the jobs the process is
+running (one, or up to ``JOB_THREADS``: ``agents.jobthreads``), whatever each job is doing
+(a model call that has not sent its first token, a tokenizer waiting behind another
+generation, a slow tool), so the lease can be short; every ``JOB_REAP_SECONDS`` it runs the
+reaper, so a job whose worker died is put back soon after its lease ran out, not at the
+next minute of the schedule.
 
 The heartbeat is guarded by the lease token like every other write of a worker: a process
 that was stalled (stopped, swapped out) for longer than the lease finds, when it resumes,
 its job re-queued or run by another worker, and its renewals, like its other writes,
-change nothing.
+change nothing. A job held for longer than ``JOB_TIMEOUT`` is renewed no more: its lease
+runs out and the reaper takes it over, as django-q2's timeout would have killed a process
+stuck in it (a job thread cannot be killed; whatever it writes later is refused).
 """
 
 import contextlib
@@ -25,34 +28,45 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 
 from agents import recovery, services
+from core.db import release_pooled_connections
 
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_held: tuple[str, str] | None = None  # (job id, lease token) of the job this process runs
+# The jobs this process runs: lease token -> (job id, monotonic time of the claim).
+_held: dict[str, tuple[str, float]] = {}
 _started = False
 
 
 @contextlib.contextmanager
 def holding(job_id: str, token: str) -> Iterator[None]:
     """The heartbeat renews the lease of ``job_id`` while the block runs."""
-    global _held
     with _lock:
-        _held = (job_id, token)
+        _held[token] = (job_id, time.monotonic())
     try:
         yield
     finally:
         with _lock:
-            _held = None
+            _held.pop(token, None)
+
+
+def held_jobs() -> list[str]:
+    """Ids of the jobs this process runs now."""
+    with _lock:
+        return [job_id for job_id, _ in _held.values()]
 
 
 def beat() -> None:
-    """One heartbeat: renews the lease of the held job, if any."""
+    """One heartbeat: renews the leases of the held jobs, if any, in one statement."""
+    too_old = time.monotonic() - settings.JOB_TIMEOUT
     with _lock:
-        held = _held
-    if held and not services.job_renew_lease(held[0], token=held[1]):
-        # The job ended meanwhile, or this process lost it: its own next write finds out.
-        logger.debug("Job %s: lease not renewed (ended, or no longer ours)", held[0])
+        leases = [(job_id, token) for token, (job_id, since) in _held.items() if since > too_old]
+        overdue = len(_held) - len(leases)
+    if overdue:
+        logger.warning("%d job(s) ran past JOB_TIMEOUT; their leases are left to expire", overdue)
+    if leases and services.job_renew_leases(leases) < len(leases):
+        # A job ended meanwhile, or this process lost it: its own next write finds out.
+        logger.debug("Heartbeat: not every lease was renewed (ended, or no longer ours)")
 
 
 def reap() -> None:
@@ -71,6 +85,7 @@ def _loop() -> None:
             if time.monotonic() >= next_reap:
                 next_reap = time.monotonic() + settings.JOB_REAP_SECONDS
                 reap()
+            release_pooled_connections()  # until the next beat
         except DatabaseError as exc:
             logger.warning("Worker heartbeat: database error, retrying next beat: %s", exc)
             connections.close_all()  # this thread's own: the next beat opens new ones

@@ -3,6 +3,7 @@ call 1 s, in one command.
 
     .venv/bin/python bench/inflight.py [--base REV] [--litellm] [--clients 16,64,256]
                                        [--seconds 10] [--q-workers 2,8,32]
+                                       [--job-threads 1,4]
 
 One loopback runtime (asyncio, its own process) holds every call of ``bench-model`` for
 ``--hold`` seconds and answers ``bench-instant`` at once. In front of it, each under its own
@@ -18,10 +19,11 @@ PostgreSQL, Redis as the broker):
 For each number of clients the servers take turns (so that the shared machine's slow spells
 fall on all of them): the clients call in a closed loop for ``--seconds``, while a probe
 makes an instant call every 0.1 s. Printed: req/s, p50, p99, errors, the probe's p50, and
-the ratios. Then the chat jobs of this tree: for each ``Q_WORKERS``, a qcluster drains
-``--jobs-per-worker`` x ``Q_WORKERS`` chats started at once (each one model call held
-``--hold`` s); printed: jobs/s, start -> finished p50 and p99, and the memory of the
-cluster's processes. Everything is bounded in time and torn down at the end.
+the ratios. Then the chat jobs: for each ``Q_WORKERS`` and ``JOB_THREADS`` (jobs per worker
+process; the earlier commit runs with 1 only), a qcluster drains ``--jobs-per-slot`` x
+``Q_WORKERS`` x ``JOB_THREADS`` chats started at once (each one model call held ``--hold``
+s); printed: jobs/s, per job in flight, start -> finished p50 and p99, the cluster's CPU
+per job, and the memory of its processes. Everything is bounded in time and torn down at the end.
 """
 
 from __future__ import annotations
@@ -259,42 +261,64 @@ def run_chats(target: Target, count: int, tag: str, timeout: float) -> list[tupl
         time.sleep(0.2)
 
 
-def chat_rows(target: Target, q_workers: list[int], per_worker: int, hold: float) -> list[list]:
+def chat_rows(
+    target: Target,
+    q_workers: list[int],
+    job_threads: list[int],
+    per_slot: int,
+    hold: float,
+    extra: dict[str, str],
+) -> list[list]:
+    """For each ``Q_WORKERS`` x ``JOB_THREADS`` (an earlier commit: ``JOB_THREADS`` 1 only,
+    as it may not have them), a cluster drains ``per_slot`` chats per job in flight."""
     rows = []
+    ours = target.label.startswith("after")
     for workers in q_workers:
-        env = {**(target.env or {}), "Q_WORKERS": str(workers)}
-        count = workers * per_worker
-        with qcluster(env) as cluster:
-            run_chats(target, 1, f"warm{workers}", timeout=120)  # the cluster is up
-            processes = process_tree(cluster.pid)
-            cpu_before = sum(cpu_seconds(processes).values())
-            jobs = run_chats(target, count, f"q{workers}", timeout=60 + 4 * count * hold)
-            cpu = sum(cpu_seconds(processes).values()) - cpu_before
-            rss, pss = memory_mb(processes[1:])
-        done = [row for row in jobs if row[0] == "finished"]
-        if len(done) < len(jobs):
-            failed = next(row for row in jobs if row[0] != "finished")
-            print(f"  {target.label}, Q_WORKERS={workers}: a job ended {failed[0]}: {failed[4]}")
-        spans = sorted((row[3] - row[1]).total_seconds() for row in done)
-        wall = (max(r[3] for r in done) - min(r[1] for r in done)).total_seconds() if done else 0
-        rate = len(done) / wall if wall else 0.0
-        rows.append(
-            [
-                target.label,
-                workers,
-                count,
-                len(jobs) - len(done),
-                round(rate, 2),
-                round(rate / workers, 2),
-                round(percentile(spans, 50), 2),
-                round(percentile(spans, 99), 2),
-                round(1000 * cpu / max(1, len(jobs))),
-                round(rss),
-                round(pss),
-                round(pss / workers),
-            ]
-        )
+        for threads in job_threads if ours else [1]:
+            rows.append(chat_row(target, workers, threads, per_slot, hold, extra if ours else {}))
     return rows
+
+
+def chat_row(
+    target: Target, workers: int, threads: int, per_slot: int, hold: float, extra: dict[str, str]
+) -> list:
+    env = {
+        **(target.env or {}),
+        "Q_WORKERS": str(workers),
+        "JOB_THREADS": str(threads),
+        **extra,
+    }
+    in_flight = workers * threads
+    count = in_flight * per_slot
+    with qcluster(env) as cluster:
+        run_chats(target, 1, f"warm{workers}x{threads}", timeout=120)  # the cluster is up
+        processes = process_tree(cluster.pid)
+        cpu_before = sum(cpu_seconds(processes).values())
+        jobs = run_chats(target, count, f"q{workers}x{threads}", timeout=60 + 4 * count * hold)
+        cpu = sum(cpu_seconds(processes).values()) - cpu_before
+        rss, pss = memory_mb(processes[1:])
+    done = [row for row in jobs if row[0] == "finished"]
+    if len(done) < len(jobs):
+        failed = next(row for row in jobs if row[0] != "finished")
+        print(f"  {target.label}, {workers}x{threads}: a job ended {failed[0]}: {failed[4]}")
+    spans = sorted((row[3] - row[1]).total_seconds() for row in done)
+    wall = (max(r[3] for r in done) - min(r[1] for r in done)).total_seconds() if done else 0
+    rate = len(done) / wall if wall else 0.0
+    return [
+        target.label,
+        workers,
+        threads,
+        count,
+        len(jobs) - len(done),
+        round(rate, 2),
+        round(rate / in_flight, 2),
+        round(percentile(spans, 50), 2),
+        round(percentile(spans, 99), 2),
+        round(1000 * cpu / max(1, len(jobs))),
+        round(rss),
+        round(pss),
+        round(pss / in_flight),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,10 +330,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--hold", type=float, default=1.0, help="seconds a model call takes")
     parser.add_argument("--q-workers", default="2,8,32", help="'' skips the chat jobs")
-    parser.add_argument("--jobs-per-worker", type=int, default=4)
+    parser.add_argument("--job-threads", default="1,4", help="JOB_THREADS values")
+    parser.add_argument(
+        "--cluster-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the working tree's clusters (repeatable)",
+    )
+    parser.add_argument(
+        "--jobs-per-slot", type=int, default=4, help="chats per job in flight (Q_WORKERS x threads)"
+    )
     args = parser.parse_args(argv)
     clients = [int(c) for c in args.clients.split(",") if c]
     q_workers = [int(q) for q in args.q_workers.split(",") if q]
+    job_threads = [int(t) for t in args.job_threads.split(",") if t]
     print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     with contextlib.ExitStack() as stack:
         runtime = stack.enter_context(
@@ -338,23 +373,27 @@ def main(argv: list[str] | None = None) -> int:
             chats = []
             for target in targets:
                 if target.env is not None:
-                    chats += chat_rows(target, q_workers, args.jobs_per_worker, args.hold)
+                    extra = dict(item.split("=", 1) for item in args.cluster_env)
+                    chats += chat_rows(
+                        target, q_workers, job_threads, args.jobs_per_slot, args.hold, extra
+                    )
             print(f"\nchat jobs, one model call held {args.hold:g} s each, Redis broker")
             print(
                 table(
                     [
                         "server",
                         "Q_WORKERS",
+                        "JOB_THREADS",
                         "jobs",
                         "not finished",
                         "jobs/s",
-                        "per worker",
+                        "per job in flight",
                         "p50 s",
                         "p99 s",
                         "CPU ms/job",
                         "RSS/process MiB",
                         "PSS cluster",
-                        "PSS/worker",
+                        "PSS/job in flight",
                     ],
                     chats,
                 )

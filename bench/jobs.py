@@ -145,7 +145,7 @@ def qcluster(env: dict[str, str]) -> Iterator[subprocess.Popen]:
     with temp_dir("llmgw-bench-qcluster-") as logs, (logs / "qcluster.log").open("wb") as log:
         process = subprocess.Popen(
             [python(), "manage.py", "qcluster"],
-            cwd=PROJECT_DIR,
+            cwd=env.get("PYTHONPATH", PROJECT_DIR),  # the checkout the service runs from
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -332,6 +332,12 @@ JOB_REAP_SECONDS = env_float("JOB_REAP_SECONDS", 5.0, minimum=0.1)
 JOB_REWAKE_SECONDS = env_int("JOB_REWAKE_SECONDS", 60, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_CANCEL_POLL_SECONDS = env_float("JOB_CANCEL_POLL_SECONDS", 0.5, minimum=0.05)
+# Jobs one worker process runs at once, each in a thread of its own (agents/jobthreads.py):
+# a job mostly waits on the model. 1 = the job runs in django-q2's task itself.
+JOB_THREADS = env_int("JOB_THREADS", 4, minimum=1)
+# A task that finds no free job thread this long leaves its job to the reaper (below
+# django-q2's timeout, which would kill a process that only waited).
+JOB_THREAD_WAIT = JOB_TIMEOUT / 2
 
 Q_CLUSTER = {
     "name": env_str("Q_CLUSTER_NAME", "llmgw"),
@@ -344,7 +350,7 @@ Q_CLUSTER = {
     "max_attempts": 1,
     "ack_failures": True,
     "catch_up": False,
-    "save_limit": env_int("Q_SAVE_LIMIT", 1000, minimum=0),
+    "save_limit": env_int("Q_SAVE_LIMIT", -1, minimum=-1),
     "poll": env_float("Q_POLL", 0.1, minimum=0.01),
     "label": "Task queue",
     "sync": env_bool("Q_SYNC", False),

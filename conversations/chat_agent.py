@@ -38,7 +38,7 @@ from conversations.context import (
 )
 from conversations.models import Message, Role
 from conversations.search import keywords
-from conversations.selectors import conversation_get, message_of_job
+from conversations.selectors import conversation_get, messages_of_job
 from core.exceptions import DomainError
 from gateway import embeddings
 
@@ -229,30 +229,30 @@ class ChatTurn:
         )
 
 
-def embed_message(ctx: JobContext, message: Message) -> None:
-    """Stores the message's vector (once, in the worker). When the embedder is down the
-    chat goes on; the scheduled catch-up embeds the message later."""
+def embed_messages(ctx: JobContext, messages: list[Message]) -> None:
+    """Stores the messages' vectors (in the worker, in one batch). When the embedder is down
+    the chat goes on; the scheduled catch-up embeds the messages later."""
     if embeddings.model_id() is None:
         return
     try:
-        vectors.messages_embed(message_ids=[message.pk])
+        vectors.messages_embed_loaded(messages)
     except embeddings.EmbeddingUnavailable as exc:
-        ctx.note("embedding_skipped", {"seq": message.seq, "reason": str(exc)})
+        ctx.note("embedding_skipped", {"seqs": [m.seq for m in messages], "reason": str(exc)})
 
 
 @agent(JobKind.CHAT)
 def run_chat(ctx: JobContext) -> dict[str, Any]:
     job = ctx.job
-    own = message_of_job(job, Role.USER)
+    messages = messages_of_job(job)
+    own = messages.get(Role.USER)
     if own is None:
         raise AgentFailure("The chat job has no user message to answer.")
-    stored = message_of_job(job, Role.ASSISTANT)
+    stored = messages.get(Role.ASSISTANT)
     if stored is not None:
         ctx.note("reply_already_stored", {"seq": stored.seq})
         return _result(own.conversation_id, stored)
 
     turn = ChatTurn(ctx, own)
-    embed_message(ctx, own)
     max_steps = turn.profile.max_steps
     retry = False
     for round_number in range(1, max_steps + 1):
@@ -295,6 +295,8 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
         content=content,
         token_estimate=tokens.count(turn.profile.model, content),
     )
-    embed_message(ctx, reply)
+    # The user's message with its reply, in one batch (the catch-up embeds the message of a
+    # chat that failed).
+    embed_messages(ctx, [own, reply])
     turn.summarize(context)
     return _result(own.conversation_id, reply)

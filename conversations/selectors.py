@@ -69,6 +69,11 @@ def message_of_job(job: Job, role: str) -> Message | None:
     return Message.objects.filter(job=job, role=role).first()
 
 
+def messages_of_job(job: Job) -> dict[str, Message]:
+    """The job's messages by role (a chat job has its user's, then its reply), in one read."""
+    return {message.role: message for message in Message.objects.filter(job=job)}
+
+
 def history_scope(job: Job) -> tuple[str, int | None] | None:
     """Which messages a job's history tools may read: ``(conversation_id, before_seq)``.
 

@@ -1,8 +1,9 @@
 """Messages' embedding vectors: made once per message, off the request path, stored
 compactly, and compared by brute force.
 
-* **When.** The chat job embeds its user's message when it starts (in the worker; the
-  vector is also the query of its own search) and its reply once stored. Messages
+* **When.** The chat job embeds its user's message and its reply together, in one batch,
+  once the reply is stored (in the worker; its own search embeds the message as its query
+  when it needs it). Messages
   stored otherwise (imports), or while the embedder was down, are caught up by the
   ``embed_pending`` schedule (every minute) or ``manage.py embed_history``, which also
   re-embeds after a change of model.
@@ -67,6 +68,18 @@ def messages_embed(*, message_ids: Iterable[int]) -> int:
         .order_by()
         .values_list("id", "conversation_id", "seq", "content")
     )
+    return _embed_rows(found, model)
+
+
+def messages_embed_loaded(messages: list[Message]) -> int:
+    """:func:`messages_embed` for messages the caller has read already (no read here)."""
+    model = embeddings.model_id()
+    if model is None:
+        raise embeddings.EmbeddingUnavailable("EMBEDDING_BACKEND is none")
+    return _embed_rows([(m.pk, m.conversation_id, m.seq, m.content) for m in messages], model)
+
+
+def _embed_rows(found: list[tuple[int, str, int, str]], model: str) -> int:
     if not found:
         return 0
     vectors = embeddings.embed([content for *_, content in found])

@@ -96,18 +96,32 @@ def _embed_uncached(texts: list[str]) -> np.ndarray:
         raise EmbeddingUnavailable(f"local embedder failed: {type(exc).__name__}: {exc}") from exc
 
 
+def _batches(texts: list[str], order: list[int]) -> list[list[int]]:
+    """``order`` (indexes of ``texts``, shortest first) cut into batches of at most
+    ``EMBEDDING_BATCH_SIZE`` texts of similar length: a batch is padded to its longest text,
+    so a text more than twice as long as the batch's first starts a new one (a chat's
+    question and its longer reply cost less as two runs than as one padded batch)."""
+    batches: list[list[int]] = []
+    for index in order:
+        batch = batches[-1] if batches else None
+        if (
+            batch is None
+            or len(batch) >= settings.EMBEDDING_BATCH_SIZE
+            or len(texts[index]) > 2 * max(len(texts[batch[0]]), 8)
+        ):
+            batches.append([index])
+        else:
+            batch.append(index)
+    return batches
+
+
 def embed(texts: list[str]) -> np.ndarray:
     """The vectors of ``texts`` (one row each), by the configured backend, in batches of
     ``EMBEDDING_BATCH_SIZE``. Raises EmbeddingUnavailable."""
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    # Batches of texts of similar length: a batch is padded to its longest text.
     order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
-    size = settings.EMBEDDING_BATCH_SIZE
-    parts = [
-        _embed_uncached([texts[index] for index in order[start : start + size]])
-        for start in range(0, len(texts), size)
-    ]
+    parts = [_embed_uncached([texts[index] for index in batch]) for batch in _batches(texts, order)]
     stacked = np.vstack(parts)
     vectors = np.empty_like(stacked)
     vectors[order] = stacked

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from core.db import retry_if_dropped
+from core.db import release_pooled_connections, retry_if_dropped
 from core.errors import status_and_id
 from core.exceptions import DomainError, Forbidden, InvalidApiKey, ModelNotAllowed
 from gateway import keys, ratelimit, routing, rows, runtime, runtime_async
@@ -205,6 +205,7 @@ def model_call(
     """
     started = time.perf_counter() if started is None else started
     _admit(api_key, model, origin)
+    release_pooled_connections()  # none held while the model generates
     status, error, generation = 200, "", None
     try:
         generation = runtime.generate(

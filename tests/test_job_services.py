@@ -10,6 +10,8 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents import recovery, services, tasks, worker
@@ -503,6 +505,33 @@ def test_the_heartbeat_thread_renews_the_lease_of_the_job_its_process_holds(key)
     expire_lease(job)
     worker.beat()  # nothing held any more
     assert fresh(job).lease_expires_at < timezone.now()
+
+
+@pytest.mark.django_db
+def test_one_heartbeat_renews_every_job_its_process_runs_in_one_statement(key):
+    first = services.job_claim(make_job(key).pk, token="t1")
+    second = services.job_claim(make_job(key).pk, token="t2")
+    expire_lease(first)
+    expire_lease(second)
+    with worker.holding(first.pk, "t1"), worker.holding(second.pk, "t2"):
+        assert sorted(worker.held_jobs()) == sorted([first.pk, second.pk])
+        with CaptureQueriesContext(connection) as queries:
+            worker.beat()
+    assert len(queries) == 1
+    assert fresh(first).lease_expires_at > timezone.now()
+    assert fresh(second).lease_expires_at > timezone.now()
+    assert worker.held_jobs() == []
+
+
+@pytest.mark.django_db
+def test_the_heartbeat_leaves_the_lease_of_a_job_held_past_the_timeout_to_expire(key, settings):
+    job = services.job_claim(make_job(key).pk, token="stuck")
+    expire_lease(job)
+    settings.JOB_TIMEOUT = 0  # every job held is past it
+    with worker.holding(job.pk, "stuck"):
+        worker.beat()
+    assert fresh(job).lease_expires_at < timezone.now()
+    assert recovery.job_reap()["requeued"] == 1
 
 
 @pytest.mark.django_db

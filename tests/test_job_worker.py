@@ -7,6 +7,8 @@ or with Redis. The loopback runtime of the test process answers the model calls.
 
 import io
 import os
+import threading
+from collections.abc import Callable
 
 import pytest
 from django.core.management import call_command
@@ -147,3 +149,86 @@ def test_a_job_whose_worker_is_killed_on_its_last_attempt_fails(
     assert data["status"] == "failed"
     assert "stopped responding" in data["error"]
     assert [s["status"] for s in data["steps"]] == [StepStatus.FAILED]
+
+
+# --- Several jobs per worker process (JOB_THREADS) --------------------------------------
+
+
+def in_flight_together(count: int, then: Callable[[], Reply | str]) -> Callable:
+    """A runtime script that answers no call before ``count`` calls are in flight at once
+    (a worker process holding fewer jobs at a time fails them all), then ``then()``."""
+    together = threading.Barrier(count, timeout=30)
+
+    def script(prompt: str, body: dict) -> Reply | str:
+        together.wait()
+        return then()
+
+    return script
+
+
+def test_one_worker_process_holds_several_jobs_in_flight_at_once(
+    agent_client, runtime, start_cluster
+):
+    runtime.script = in_flight_together(3, lambda: "Answered together.")
+    cluster = start_cluster(Q_WORKERS="1", JOB_THREADS="3")
+    job_ids = [start_job(agent_client) for _ in range(3)]
+    for job_id in job_ids:
+        data = wait_for_status(agent_client, job_id, "finished", "failed", cluster=cluster)
+        assert data["status"] == "finished", data
+        assert data["final_result"]["text"] == "Answered together."
+        assert data["attempts"] == 1
+    assert len(runtime.generate_requests()) == 3
+
+
+def test_jobs_of_a_killed_worker_process_are_all_reaped_and_finished_by_another(
+    agent_client, runtime, start_cluster
+):
+    calls = []
+
+    def hang_then_answer() -> Reply | str:
+        calls.append(True)
+        if len(calls) <= 2:  # the first process's calls take half a minute
+            return Reply(text="word " * 300, chunk_delay=0.1)
+        return "Finished elsewhere."
+
+    runtime.script = in_flight_together(2, hang_then_answer)
+    doomed = start_cluster(
+        Q_WORKERS="1", JOB_THREADS="2", JOB_LEASE_SECONDS="2", JOB_HEARTBEAT_SECONDS="0.5"
+    )
+    job_ids = [start_job(agent_client) for _ in range(2)]
+    wait_for(lambda: len(calls) == 2, timeout=45, what="both jobs to be generating at once")
+    doomed.kill()
+    wait_for(lambda: runtime.closed_early == 2, what="the runtime to see both hang-ups")
+
+    def both_requeued() -> bool:
+        recovery.job_reap()  # as the schedule runs it
+        return Job.objects.filter(pk__in=job_ids, status=JobStatus.QUEUED).count() == 2
+
+    wait_for(both_requeued, what="both leases to expire")
+
+    rescuer = start_cluster(Q_WORKERS="1", JOB_THREADS="2")
+    for job_id in job_ids:
+        data = wait_for_status(agent_client, job_id, "finished", "failed", cluster=rescuer)
+        assert data["status"] == "finished", data
+        assert data["final_result"]["text"] == "Finished elsewhere."
+        assert data["attempts"] == 2
+
+
+def test_a_stopped_cluster_finishes_the_jobs_its_threads_are_running(
+    agent_client, runtime, start_cluster
+):
+    calls = []
+
+    def slow_answer() -> Reply:
+        calls.append(True)
+        return Reply(text="Finished before the stop. ", chunks=10, chunk_delay=0.3)
+
+    runtime.script = in_flight_together(2, slow_answer)
+    cluster = start_cluster(Q_WORKERS="1", JOB_THREADS="2")
+    job_ids = [start_job(agent_client) for _ in range(2)]
+    wait_for(lambda: len(calls) == 2, timeout=45, what="both jobs to be generating at once")
+    cluster.process.terminate()  # SIGTERM to the cluster alone, as a supervisor sends it
+    cluster.process.wait(timeout=40)
+    for job in Job.objects.filter(pk__in=job_ids):
+        assert job.status == JobStatus.FINISHED, (job.status, job.error, cluster.output())
+        assert job.final_result["text"] == "Finished before the stop."
