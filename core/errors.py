@@ -55,6 +55,7 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.RuntimeBusy: (503, "runtime_busy"),
     ex.RuntimeTimeout: (504, "runtime_timeout"),
     ex.NotReady: (503, "not_ready"),
+    ex.ServerBusy: (503, "server_busy"),
 }
 
 

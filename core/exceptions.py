@@ -158,3 +158,9 @@ class UnknownModel(RuntimeFailure):
 
 class NotReady(DomainError):
     default_message = "A dependency is not available."
+
+
+class ServerBusy(DomainError):
+    """A web process holds as many connections as it accepts (``GUNICORN_WORKER_CONNECTIONS``)."""
+
+    default_message = "The server is at its limit of connections; try again shortly."

@@ -13,6 +13,7 @@ from core.serializers import ErrorResponseSerializer
 ANY_ENDPOINT: dict[int, tuple[str, ...]] = {
     413: ("payload_too_large",),
     500: ("internal_error",),
+    503: ("server_busy",),  # the web process's connection limit (config/gunicorn_worker.py)
 }
 # The key checks of the /agent/... endpoints.
 AGENT_KEY: dict[int, tuple[str, ...]] = {401: ("invalid_api_key",), 403: ("forbidden",)}

@@ -79,3 +79,28 @@ def test_the_admin_logs_in_and_keeps_its_session_under_the_asgi_server(
         assert answer.status_code == 200 and answer.url == f"{base}/admin/"
         assert "sessionid" in browser.cookies
         assert browser.get(f"{base}/admin/", timeout=30).status_code == 200
+
+
+def test_a_connection_beyond_a_web_process_limit_is_answered_in_the_envelope(
+    start_web, runtime, make_key, settings
+):
+    from tests.live import request
+
+    _, key = make_key()
+    release = hold_slow_calls(runtime, settings)
+    # uvicorn counts the connection being answered too: a limit of 2 takes one call more.
+    web = start_web(WEB_CONCURRENCY="1", GUNICORN_WORKER_CONNECTIONS="2")
+    slow = {"api_key": key, "model": "test-model", "prompt": "slow"}
+    with ThreadPoolExecutor(1) as client:
+        call = client.submit(request, web.url, "POST", "/api.php", slow)
+        wait_for(lambda: len(runtime.generate_requests()) == 1, what="the slow call in flight")
+        status, body = request(web.url, "GET", "/healthz")
+        release.set()
+        assert call.result()[0] == 200
+    assert status == 503
+    assert body == {
+        "ok": False,
+        "error": "server_busy",
+        "message": "The server is at its limit of connections; try again shortly.",
+        "details": {},
+    }

@@ -25,8 +25,9 @@ from tests.runtime_server import Reply
 
 pytestmark = pytest.mark.django_db
 
-# Not reproducible without breaking the service on purpose.
-UNEXERCISED = {"500"}
+# Not reproducible here: 500 without breaking the service on purpose; 503 ``server_busy``
+# comes from the web server in front of Django (tests/test_inflight.py checks that one).
+UNEXERCISED = {"500", "503"}
 
 
 def strict(node):
@@ -74,7 +75,7 @@ class Checker:
         return body
 
     def assert_all_exercised(self) -> None:
-        assert self.seen == self.documented - UNEXERCISED
+        assert self.documented - UNEXERCISED <= self.seen <= self.documented
 
 
 @pytest.fixture
