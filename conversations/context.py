@@ -166,8 +166,9 @@ def _frame(
 
 def message_limit(profile: AgentProfile) -> int:
     """The most tokens a new message may have and still fit with the frame and a tool
-    round; a longer one is refused when the chat is started."""
-    _, frame = _frame(profile, offer_tools=True)
+    round; a longer one is refused when the chat is started. A transcript profile's
+    frame never lists the tools (``chat_agent.run_chat``), so they take no room there."""
+    _, frame = _frame(profile, offer_tools=not profile.is_transcript)
     label = label_cost(Role.USER) + 1
     return profile.prompt_budget - SAFETY_MARGIN - frame - label - TOOL_ROUND_ROOM
 

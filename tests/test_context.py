@@ -8,11 +8,13 @@ from django.test.utils import CaptureQueriesContext
 from agents.models import AgentProfile
 from conversations import search, services, tokens
 from conversations.context import (
+    BLOCK_COST,
     SAFETY_MARGIN,
     History,
     Item,
     build_context,
     message_limit,
+    tools_block,
 )
 from conversations.models import Conversation, Message
 from gateway import protocols, routing
@@ -354,6 +356,14 @@ def test_the_summary_is_used_within_its_share(owner):
 def test_a_message_longer_than_the_budget_is_refused_up_front():
     agent = profile()
     assert 0 < message_limit(agent) < agent.prompt_budget - SAFETY_MARGIN
+
+
+def test_a_transcript_profiles_message_limit_keeps_no_room_for_a_tool_list():
+    tools = {"tools": ["search_history", "read_history", "calculator"]}
+    transcript = profile(name="base", prompt_style="transcript", **tools)
+    chat = profile(name="instruct", prompt_style="chat", **tools)
+    listed = tokens.estimate(tools_block(chat)) + BLOCK_COST
+    assert message_limit(transcript) == message_limit(chat) + listed
 
 
 def test_the_cost_of_a_context_does_not_grow_with_the_history(owner):

@@ -67,6 +67,13 @@ def test_the_default_profile_is_a_greedy_transcript_for_the_embedded_base_model(
     assert "\nUser:" in default.options["stop"]
 
 
+def test_the_default_profile_shows_the_base_model_an_answer_from_an_earlier_message():
+    system_prompt = AgentProfile.objects.get(name="default").system_prompt
+    example = system_prompt.split("Example:\n", 1)[1].splitlines()
+    assert example[0] == "User: My friend is called Tom."
+    assert "Assistant: Your friend is called Tom." in example[2:]
+
+
 def test_a_base_model_profiles_prompt_has_no_tool_list(chat, runtime):
     runtime.script = lambda prompt, body: "Hello Ada."
     job = chat("My name is Ada.")
@@ -172,13 +179,13 @@ def test_a_stored_reply_is_cleaned_and_the_raw_text_stays_in_the_step(chat, runt
 
 
 def test_nothing_invented_is_fed_back_into_the_next_prompt(chat, runtime):
-    replies = iter(["Nice name.\nUser: What is my cat called?\nAssistant: Tom.", "Ada."])
+    replies = iter(["Nice name.\nUser: What is my cat called?\nAssistant: Felix.", "Ada."])
     runtime.script = lambda prompt, body: next(replies)
     chat("My name is Ada.")
     chat("What is my name?")
     second = runtime.prompts()[1]
     assert "Assistant: Nice name.\nUser: What is my name?\nAssistant:" in second
-    assert "cat" not in second and "Tom" not in second
+    assert "cat" not in second and "Felix" not in second
 
 
 def test_a_reply_that_is_empty_once_cleaned_is_asked_again_with_sampling(chat, runtime):
