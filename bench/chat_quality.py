@@ -231,13 +231,16 @@ def run_pairs(service: Service, pairs: list[tuple[str, str, str]], deadline: flo
             print(f"  (time budget spent: stopping after {index} pairs)", flush=True)
             break
         figures["pairs"] += 1
+        pair_started = time.monotonic()
         service.chat(f"in-{index}", fact)
         service.chat(f"in-{index}", SHORT_FILLER)
         inside = service.chat(f"in-{index}", question)
         figures["inside"] += contains(reply_text(inside), answer)
 
         first = service.chat(f"out-{index}", fact, profile="bench-window")
+        fillers = 0
         for filler in itertools.islice(itertools.cycle(FILLERS), MAX_FILLERS):
+            fillers += 1
             last = service.chat(f"out-{index}", filler, profile="bench-window")
             if not fact_in_window(last):
                 break
@@ -251,7 +254,8 @@ def run_pairs(service: Service, pairs: list[tuple[str, str, str]], deadline: flo
             (first.get("final_result") or {}).get("conversation_id", ""),
         ]
         print(
-            f"  {index + 1:2}/{len(pairs)} inside: {reply_text(inside)[:60]!r}"
+            f"  {index + 1:2}/{len(pairs)} ({time.monotonic() - pair_started:.0f} s,"
+            f" {fillers} fillers) inside: {reply_text(inside)[:60]!r}"
             f" | outside{'' if out_of_window else ' (still in window)'}:"
             f" {reply_text(outside)[:60]!r}",
             flush=True,
