@@ -15,6 +15,10 @@ _INVENTED_TURN = re.compile(
     r"^\s*(?:user|assistant|system|human|ai|q|question|task|tool call|tool result)\s*:",
     re.IGNORECASE,
 )
+# A base model continuing a transcript also invents turns of other speakers, named after
+# someone in the conversation ("Marta: Yes, ..."): a line that starts with a label of one
+# or two capitalised words, after the first line of a transcript reply.
+_SPEAKER_TURN = re.compile(r"^\s*[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?:[ \t]+\S")
 # The label of its own turn, which some models repeat at the start.
 _OWN_LABEL = re.compile(r"^\s*(?:assistant|ai|answer)\s*:\s*", re.IGNORECASE)
 # A line of an invented tool list or tool call.
@@ -41,9 +45,9 @@ class CleanReply:
     removed: list[str] = field(default_factory=list)  # what was removed, by kind
 
 
-def _cut_invented_turn(lines: list[str], removed: list[str]) -> list[str]:
+def _cut_invented_turn(lines: list[str], removed: list[str], *, transcript: bool) -> list[str]:
     for index, line in enumerate(lines):
-        if _INVENTED_TURN.match(line):
+        if _INVENTED_TURN.match(line) or (transcript and index and _SPEAKER_TURN.match(line)):
             removed.append("invented_turn")
             return lines[:index]
     return lines
@@ -86,14 +90,16 @@ def _unquote(text: str, removed: list[str]) -> str:
     return text
 
 
-def clean_reply(text: str) -> CleanReply:
-    """The reply without what the model invented after or around it (see the module)."""
+def clean_reply(text: str, *, transcript: bool = False) -> CleanReply:
+    """The reply without what the model invented after or around it (see the module).
+    ``transcript``: the reply continues a transcript (a base model's), where a later line
+    in someone's name is an invented turn too."""
     removed: list[str] = []
     text = text.strip()
     if _OWN_LABEL.match(text):
         removed.append("role_label")
         text = _OWN_LABEL.sub("", text, count=1)
-    lines = _cut_invented_turn(text.splitlines(), removed)
+    lines = _cut_invented_turn(text.splitlines(), removed, transcript=transcript)
     lines = _drop_tool_lines(lines, removed)
     text = "\n".join(line.rstrip() for line in lines).strip()
     text = re.sub(r"\n{3,}", "\n\n", text)

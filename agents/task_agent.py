@@ -103,7 +103,7 @@ def run_task(ctx: JobContext) -> dict[str, Any]:
         text = _call(ctx, transcript, calculation)
         answer = parse_answer(text)
         if answer.kind == "final":
-            cleaned = clean_reply(answer.text)
+            cleaned = clean_reply(answer.text, transcript=ctx.profile.is_transcript)
             if cleaned.removed:
                 ctx.note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
             if cleaned.text:

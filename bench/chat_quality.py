@@ -18,7 +18,8 @@ unless one answers there already) and talks to it over HTTP only:
 * **Invented lines.** Every stored assistant reply is read back with
   ``GET /agent/conversation/{id}``; the share that carries a line the model invented (a
   ``User:``/``Assistant:`` turn, a tool list, a tool call echo) is reported, and the
-  share wrapped in quotes.
+  share wrapped in quotes, and apart from them the share with a later line in another
+  speaker's name ("Marta: Yes, ...").
 * **Arithmetic.** Task jobs such as "What is 17 * 23?" via ``/agent/job/start``; a reply
   is exact when it contains the exact result.
 
@@ -137,6 +138,9 @@ INVENTED = re.compile(
     r"|earlier messages are not shown|messages found in the earlier history",
     re.IGNORECASE | re.MULTILINE,
 )
+# A later line in someone else's name ("Marta: Yes, ..."): a turn the model invented for
+# another speaker (counted apart from INVENTED, which earlier figures used).
+SPEAKER = re.compile(r"\n\s*[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?:[ \t]+\S")
 QUOTED = re.compile(r'^\s*(["“\'])[\s\S]*(["”\'])\s*$')
 JOB_TIMEOUT = 300.0
 
@@ -264,6 +268,7 @@ def run_pairs(service: Service, pairs: list[tuple[str, str, str]], deadline: flo
     figures["replies"] = len(replies)
     figures["invented"] = sum(bool(INVENTED.search(text)) for text in replies)
     figures["quoted"] = sum(bool(QUOTED.match(text)) for text in replies)
+    figures["speaker"] = sum(bool(SPEAKER.search(text)) for text in replies)
     figures["examples"] = [text[:120] for text in replies if INVENTED.search(text)][:3]
     return figures
 
@@ -340,6 +345,10 @@ def report(tree: Path, figures: dict, exact: int, arith_invented: int, arith: in
     )
     print(
         f"  stored replies with invented lines:   {share(figures['invented'], figures['replies'])}"
+    )
+    print(
+        "  stored replies with a later line in another speaker's name:"
+        f" {share(figures['speaker'], figures['replies'])}"
     )
     print(f"  stored replies wrapped in quotes:     {share(figures['quoted'], figures['replies'])}")
     print(f"  arithmetic tasks answered exactly:    {share(exact, arith)}")

@@ -272,7 +272,7 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
             continue
         if answer.kind == "tool":
             raise AgentFailure("The model asked for a tool on its last allowed call.")
-        cleaned = clean_reply(text)
+        cleaned = clean_reply(text, transcript=turn.profile.is_transcript)
         if cleaned.removed:
             ctx.note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
         if not cleaned.text:

@@ -53,6 +53,21 @@ def test_a_reply_is_cleaned_case_by_case(raw, clean, removed):
 
 
 @pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("She plays the cello.\nElif: Yes, she's a good musician.", "She plays the cello."),
+        ("Marta, I'm calling.\nMarta Silva: Yes, hello.", "Marta, I'm calling."),
+        ("Pixel: that is his name.", "Pixel: that is his name."),  # the first line stays
+        ("Bring:\n- milk\nNote:", "Bring:\n- milk\nNote:"),  # no text after the label
+        ("Two steps.\nStep one: mix it.", "Two steps.\nStep one: mix it."),
+    ],
+)
+def test_a_transcript_reply_loses_a_later_line_in_someone_elses_name(raw, clean):
+    assert clean_reply(raw, transcript=True).text == clean
+    assert clean_reply(raw).text == raw  # a chat model's reply may have such lines
+
+
+@pytest.mark.parametrize(
     ("task", "expression"),
     [
         ("What is 17 * 23?", "17 * 23"),
