@@ -110,7 +110,9 @@ class WebServer(Process):
         deadline = time.monotonic() + 30
         while request(self.url, "GET", "/healthz")[0] != 200:
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the web server did not start:\n{self.output()}")
+                output = self.output()
+                self.kill()  # no fixture will: it never got the server
+                raise RuntimeError(f"the web server did not start:\n{output}")
             time.sleep(0.1)
 
 
