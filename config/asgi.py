@@ -1,5 +1,10 @@
 """The ASGI application (the web server runs it: ``deploy/gunicorn.conf.py``).
 
+The stateless endpoint (``settings.STATELESS_PATHS``) is served by a handler of its own
+whose middleware chain is ``settings.STATELESS_MIDDLEWARE``: the other paths keep the whole
+``MIDDLEWARE`` chain, which under ASGI sends each synchronous hook to the request's thread
+and back.
+
 Django gives every request a thread of its own for its synchronous work (middleware,
 synchronous views, the ORM): a new thread per request. Starting a thread is cheap on an idle
 machine, but the event loop waits until the new thread runs, and on a busy one that stalls
@@ -12,6 +17,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -21,9 +27,22 @@ KEEP_IDLE = 256
 
 
 class PooledThreadASGIHandler(ASGIHandler):
-    def __init__(self) -> None:
+    def __init__(self, middleware: list[str] | None = None) -> None:
+        self.middleware = middleware
         super().__init__()
         self._idle: deque[ThreadPoolExecutor] = deque()
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        """Django's, from ``middleware`` when given instead of ``settings.MIDDLEWARE`` (which
+        Django's loader reads: set for the moment of loading, once, at start-up)."""
+        if self.middleware is None:
+            return super().load_middleware(is_async)
+        full = settings.MIDDLEWARE
+        settings.MIDDLEWARE = self.middleware
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = full
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -42,12 +61,26 @@ class PooledThreadASGIHandler(ASGIHandler):
                 executor.shutdown(wait=False)
 
 
-def get_asgi_application() -> PooledThreadASGIHandler:
-    """``django.core.asgi.get_asgi_application``, with the handler above."""
+class Application:
+    """Sends a request for one of ``settings.STATELESS_PATHS`` to the stateless handler,
+    any other to the handler of the whole chain."""
+
+    def __init__(self) -> None:
+        self.stateless_paths = frozenset(settings.STATELESS_PATHS)
+        self.stateless = PooledThreadASGIHandler(settings.STATELESS_MIDDLEWARE)
+        self.full = PooledThreadASGIHandler()
+
+    async def __call__(self, scope, receive, send) -> None:
+        stateless = scope.get("path") in self.stateless_paths
+        await (self.stateless if stateless else self.full)(scope, receive, send)
+
+
+def get_asgi_application() -> Application:
+    """``django.core.asgi.get_asgi_application``, with the handlers above."""
     import django
 
     django.setup(set_prefix=False)
-    return PooledThreadASGIHandler()
+    return Application()
 
 
 application = get_asgi_application()

@@ -10,7 +10,7 @@ from csp import middleware as csp_middleware
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.http import HttpRequest, HttpResponseBase
-from django.middleware import common
+from django.middleware import common, security
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
@@ -66,6 +66,10 @@ class InlineHooks:
 
 class CommonMiddleware(InlineHooks, common.CommonMiddleware):
     pass
+
+
+class SecurityMiddleware(InlineHooks, security.SecurityMiddleware):
+    pass  # a redirect to HTTPS and headers, from settings (for the stateless chain)
 
 
 class AuthenticationMiddleware(InlineHooks, auth.AuthenticationMiddleware):

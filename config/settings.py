@@ -80,6 +80,15 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
     "axes.middleware.AxesMiddleware",
 ]
+# The production server (config/asgi.py) runs the stateless endpoint through these alone: it
+# has no session, cookie, user, message or HTML page, so the rest of the chain above only
+# costs it thread switches. The same security headers and HTTPS redirect, the same body
+# limit. (Django's test client and the WSGI server run the whole chain for every path.)
+STATELESS_PATHS = ("/api.php",)
+STATELESS_MIDDLEWARE = [
+    "config.middleware.SecurityMiddleware",
+    "core.http.BodySizeLimitMiddleware",
+]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

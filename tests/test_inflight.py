@@ -104,3 +104,26 @@ def test_a_connection_beyond_a_web_process_limit_is_answered_in_the_envelope(
         "message": "The server is at its limit of connections; try again shortly.",
         "details": {},
     }
+
+
+def test_the_stateless_endpoint_runs_a_short_chain_with_the_same_headers_and_body_limit(
+    asgi_server, runtime, make_key, settings, plain_static_storage
+):
+    import requests
+
+    _, key = make_key()
+    base = f"http://{asgi_server[0]}:{asgi_server[1]}"
+    body = {"api_key": key, "model": "test-model", "prompt": "hi"}
+    answer = requests.post(f"{base}/api.php", json=body, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert answer.headers["Referrer-Policy"] == "same-origin"
+    assert "Set-Cookie" not in answer.headers and "X-Frame-Options" not in answer.headers
+    too_big = b"x" * (settings.MAX_BODY_BYTES + 1)
+    refused = requests.post(
+        f"{base}/api.php", data=too_big, headers={"Content-Type": "application/json"}, timeout=30
+    )
+    assert (refused.status_code, refused.json()["error"]) == (413, "payload_too_large")
+    # Every other path keeps the whole chain.
+    page = requests.get(f"{base}/admin/login/", timeout=30)
+    assert page.headers["X-Frame-Options"] == "DENY" and "csrftoken" in page.cookies
