@@ -291,6 +291,13 @@ def runtime_process(models: Sequence[str] = (MODEL,), kind: str = "fast") -> Ite
         command = [python(), "-c", _RUNTIME_SERVER, str(port), *models]
     else:
         command = [python(), "-m", "bench.common", "fast-runtime", str(port), *models]
+    with _runtime_server(command, port) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _runtime_server(command: list[str], port: int) -> Iterator[Server]:
+    """Runs ``command``, a runtime that listens on ``port``, until it answers; stops it after."""
     process = subprocess.Popen(
         command,
         cwd=PROJECT_DIR,
@@ -321,18 +328,8 @@ def slow_runtime(seconds: float, *, marker: str = "") -> Iterator[Server]:
     prompt contains ``marker`` (every call if empty) ``seconds`` before it answers."""
     port = free_port()
     command = [python(), "-c", _SLOW_RUNTIME, str(port), str(seconds), MODEL, marker]
-    process = subprocess.Popen(
-        command,
-        cwd=PROJECT_DIR,
-        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"http://{LOOPBACK}:{port}"
-    try:
-        wait_until_answering(f"{url}/api/tags", process=process)
-        yield Server(url, process.pid)
-    finally:
-        _stop(process)
+    with _runtime_server(command, port) as server:
+        yield server
 
 
 class RedisServer:
