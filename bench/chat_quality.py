@@ -230,7 +230,18 @@ def contains(reply: str, answer: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", reply, re.IGNORECASE) is not None
 
 
-def run_pairs(service: Service, pairs: list[tuple[str, str, str]], deadline: float) -> dict:
+def last_prompt(job: dict) -> str:
+    """What the reply's last model call was sent: the transcript, or the chat messages."""
+    calls = [s for s in job.get("steps", []) if s["kind"] == "model_call"]
+    given = (calls[-1].get("input") or {}) if calls else {}
+    if given.get("messages"):
+        return "\n".join(f"[{m['role']}] {m['content']}" for m in given["messages"])
+    return str(given.get("prompt", ""))
+
+
+def run_pairs(
+    service: Service, pairs: list[tuple[str, str, str]], deadline: float, show_misses: bool = False
+) -> dict:
     figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
     conversations: list[str] = []
     figures["pairs"] = 0
@@ -256,6 +267,8 @@ def run_pairs(service: Service, pairs: list[tuple[str, str, str]], deadline: flo
         out_of_window = not fact_in_window(outside)
         figures["out_of_window"] += out_of_window
         figures["outside"] += contains(reply_text(outside), answer)
+        if show_misses and not contains(reply_text(outside), answer):
+            print(f"--- missed, the prompt:\n{last_prompt(outside)}\n---", flush=True)
         figures["outside_in_prompt"] += fact_in_prompt(outside, fact)
         conversations += [
             (inside.get("final_result") or {}).get("conversation_id", ""),
@@ -373,6 +386,11 @@ def main(argv: list[str] | None = None) -> int:
         default=3600,
         help="start no new fact pair after this long (the figures cover the pairs run)",
     )
+    parser.add_argument(
+        "--show-misses",
+        action="store_true",
+        help="print the prompt of each wrong answer with the fact out of the window",
+    )
     args = parser.parse_args(argv)
     # SIGTERM ends the run like Ctrl-C: the service's processes are stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -401,7 +419,9 @@ def main(argv: list[str] | None = None) -> int:
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
             print(f"facts ({args.pairs} pairs):", flush=True)
-            figures = run_pairs(service, PAIRS[: args.pairs], started + args.max_seconds)
+            figures = run_pairs(
+                service, PAIRS[: args.pairs], started + args.max_seconds, args.show_misses
+            )
             tasks = ARITHMETIC[: args.arithmetic]
             print(f"arithmetic ({len(tasks)} tasks):", flush=True)
             exact, arith_invented = run_arithmetic(service, tasks)

@@ -183,6 +183,8 @@ def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list
     rows = []
     for count in clients:
         for target in targets:
+            processes = process_tree(target.pid)
+            cpu_before = sum(cpu_seconds(processes).values())
             load = asyncio.run(
                 asyncload.run(
                     target.url,
@@ -193,6 +195,7 @@ def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list
                     probe_body=target.probe,
                 )
             )
+            cpu = sum(cpu_seconds(processes).values()) - cpu_before
             rss, pss = memory_mb(process_tree(target.pid)[1:])
             if load.first_error:
                 print(f"  {target.label}, {count} clients: first error: {load.first_error}")
@@ -205,6 +208,7 @@ def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list
                     round(load.p(99), 2),
                     load.errors,
                     round(load.probe_p50() * 1000, 1),
+                    round(1000 * cpu / max(1, load.requests), 2),
                     round(rss),
                     round(pss),
                 ]
@@ -361,10 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\nPOST /api.php, model calls held {args.hold:g} s, PostgreSQL, production settings"
             f" (2 web processes); {args.seconds:g} s per run; latencies in s, probe in ms,"
-            " memory of the web processes in MiB"
+            " CPU of the server processes per request in ms, memory of the web processes in MiB"
         )
         headers = ["server", "clients", "req/s", "p50", "p99", "errors", "instant p50"]
-        print(table([*headers, "RSS/process", "PSS all"], rows))
+        print(table([*headers, "CPU ms/req", "RSS/process", "PSS all"], rows))
         if len(targets) > 1:
             labels = [t.label for t in targets]
             print("\nreq/s ratio, after / ...")

@@ -89,6 +89,8 @@ STATELESS_MIDDLEWARE = [
     "config.middleware.SecurityMiddleware",
     "core.http.BodySizeLimitMiddleware",
 ]
+# Threads per web process that run the stateless endpoint's database work (config/asgi.py).
+STATELESS_THREADS = env_int("STATELESS_THREADS", 1, minimum=1)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -4,9 +4,11 @@ and a client that goes away cancels its call."""
 
 import json
 import socket
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django.core.signals import request_started
 
 from gateway.models import UsageRecord
 from tests.asgi import IN_FLIGHT, hold_slow_calls, post
@@ -31,6 +33,31 @@ def test_many_slow_calls_are_in_flight_at_once_and_a_fast_call_is_not_blocked(
         answers = [call.result() for call in calls]
     assert [(status, body["response"]) for status, body in answers] == [(200, "late")] * IN_FLIGHT
     assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT + 1
+
+
+def test_the_calls_in_flight_share_the_stateless_threads_instead_of_a_thread_each(
+    asgi_server, runtime, make_key, settings
+):
+    _, key = make_key()
+    release = hold_slow_calls(runtime, settings)
+    threads: set[str] = set()
+
+    def seen(**kwargs) -> None:  # Django sends it in the request's thread
+        threads.add(threading.current_thread().name)
+
+    request_started.connect(seen, weak=False)
+    try:
+        slow = {"api_key": key, "model": "test-model", "prompt": "slow"}
+        with ThreadPoolExecutor(IN_FLIGHT) as clients:
+            calls = [clients.submit(post, asgi_server, slow) for _ in range(IN_FLIGHT)]
+            wait_for(lambda: len(runtime.generate_requests()) == IN_FLIGHT, what="calls in flight")
+            release.set()
+            assert [call.result()[0] for call in calls] == [200] * IN_FLIGHT
+    finally:
+        request_started.disconnect(seen)
+    assert len(threads) == settings.STATELESS_THREADS == 1
+    assert all(name.startswith("stateless") for name in threads)
+    assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT
 
 
 def test_a_client_that_goes_away_closes_its_runtime_call_and_is_recorded_cancelled(
