@@ -98,6 +98,50 @@ PAIRS = [
     ("My doctor is called Dr. Okafor.", "What is my doctor called?", "Okafor"),
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
+# Pairs for trying prompt shapes on (``--pair-set tuning``): the figures of a change are
+# the held-out ``PAIRS`` above, which no prompt was tuned on.
+TUNING_PAIRS = [
+    ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
+    ("My favourite city is Vienna.", "What is my favourite city?", "Vienna"),
+    ("My rabbit is named Clover.", "What is my rabbit named?", "Clover"),
+    ("I grew up in Porto.", "Where did I grow up?", "Porto"),
+    ("My wife is called Helena.", "What is my wife called?", "Helena"),
+    ("My bike is a green Trek.", "What make is my bike?", "Trek"),
+    ("I work as a plumber.", "What is my job?", "plumber"),
+    ("My gym locker is number 77.", "What is my gym locker number?", "77"),
+    ("My anniversary is in October.", "When is my anniversary?", "October"),
+    ("My favourite vegetable is carrot.", "What is my favourite vegetable?", "carrot"),
+    ("My uncle plays the cello.", "Which instrument does my uncle play?", "cello"),
+    ("My landlord is called Mrs. Price.", "What is my landlord called?", "Price"),
+    ("The dentist appointment is on Monday.", "On which day is the dentist appointment?", "Monday"),
+    ("My favourite game is chess.", "What is my favourite game?", "chess"),
+    ("My son is named Oscar.", "What is my son named?", "Oscar"),
+    ("My booking code is ZX981.", "What is my booking code?", "ZX981"),
+    ("My office is on floor 14.", "On which floor is my office?", "14"),
+    ("My favourite film is Alien.", "What is my favourite film?", "Alien"),
+    ("My goldfish is called Bubbles.", "What is my goldfish called?", "Bubbles"),
+    ("I speak Polish with my mother.", "Which language do I speak with my mother?", "Polish"),
+    ("My bank PIN hint is pumpkin.", "What is my bank PIN hint?", "pumpkin"),
+    ("My choir is called the Larks.", "What is my choir called?", "Larks"),
+    ("My aunt lives in Galway.", "Where does my aunt live?", "Galway"),
+    ("My daughter studies physics.", "What does my daughter study?", "physics"),
+    ("My favourite snack is popcorn.", "What is my favourite snack?", "popcorn"),
+    ("My pony is named Thunder.", "What is my pony named?", "Thunder"),
+    ("The door code is 7351.", "What is the door code?", "7351"),
+    ("My lawyer is called Ms. Brandt.", "What is my lawyer called?", "Brandt"),
+    ("My bus leaves from stop 23.", "From which stop does my bus leave?", "23"),
+    ("My best friend is called Nadia.", "What is my best friend called?", "Nadia"),
+    ("My favourite flower is the tulip.", "What is my favourite flower?", "tulip"),
+    ("I was married in Venice.", "Where was I married?", "Venice"),
+    ("My turtle is named Sheldon.", "What is my turtle named?", "Sheldon"),
+    ("My favourite season is autumn.", "What is my favourite season?", "autumn"),
+    ("My coach is called Mr. Reyes.", "What is my coach called?", "Reyes"),
+    ("I play the trumpet in a band.", "Which instrument do I play in the band?", "trumpet"),
+    ("My boat is called Seabird.", "What is my boat called?", "Seabird"),
+    ("My favourite dessert is tiramisu.", "What is my favourite dessert?", "tiramisu"),
+    ("My cousin lives in Quebec.", "Where does my cousin live?", "Quebec"),
+    ("My seat number is 31B.", "What is my seat number?", "31B"),
+]
 FILLERS = [
     "Let me tell you about my morning. I woke up early, made some coffee, read the news "
     "for a while, watered the plants on the balcony, answered a few emails about the "
@@ -378,6 +422,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
     parser.add_argument("--pairs", type=int, default=len(PAIRS), help="fact pairs to run")
+    parser.add_argument(
+        "--pair-set",
+        choices=("held-out", "tuning"),
+        default="held-out",
+        help="the held-out pairs (the figures) or those prompt shapes are tried on",
+    )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
     parser.add_argument(
@@ -418,10 +468,9 @@ def main(argv: list[str] | None = None) -> int:
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
-            print(f"facts ({args.pairs} pairs):", flush=True)
-            figures = run_pairs(
-                service, PAIRS[: args.pairs], started + args.max_seconds, args.show_misses
-            )
+            pairs = (PAIRS if args.pair_set == "held-out" else TUNING_PAIRS)[: args.pairs]
+            print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
+            figures = run_pairs(service, pairs, started + args.max_seconds, args.show_misses)
             tasks = ARITHMETIC[: args.arithmetic]
             print(f"arithmetic ({len(tasks)} tasks):", flush=True)
             exact, arith_invented = run_arithmetic(service, tasks)
