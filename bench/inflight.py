@@ -22,8 +22,9 @@ makes an instant call every 0.1 s. Printed: req/s, p50, p99, errors, the probe's
 the ratios. Then the chat jobs: for each ``Q_WORKERS`` and ``JOB_THREADS`` (jobs per worker
 process; the earlier commit runs with 1 only), a qcluster drains ``--jobs-per-slot`` x
 ``Q_WORKERS`` x ``JOB_THREADS`` chats started at once (each one model call held ``--hold``
-s); printed: jobs/s, per job in flight, start -> finished p50 and p99, the cluster's CPU
-per job, and the memory of its processes. Everything is bounded in time and torn down at the end.
+s); printed: jobs/s, per job in flight, start -> finished p50 and p99, the p50 of start
+-> claimed (queued) and of claimed -> finished (run), the cluster's CPU per job, and the
+memory of its processes. Everything is bounded in time and torn down at the end.
 """
 
 from __future__ import annotations
@@ -306,6 +307,8 @@ def chat_row(
         failed = next(row for row in jobs if row[0] != "finished")
         print(f"  {target.label}, {workers}x{threads}: a job ended {failed[0]}: {failed[4]}")
     spans = sorted((row[3] - row[1]).total_seconds() for row in done)
+    queued = sorted((row[2] - row[1]).total_seconds() for row in done)
+    running = sorted((row[3] - row[2]).total_seconds() for row in done)
     wall = (max(r[3] for r in done) - min(r[1] for r in done)).total_seconds() if done else 0
     rate = len(done) / wall if wall else 0.0
     return [
@@ -318,6 +321,8 @@ def chat_row(
         round(rate / in_flight, 2),
         round(percentile(spans, 50), 2),
         round(percentile(spans, 99), 2),
+        round(percentile(queued, 50), 2),
+        round(percentile(running, 50), 2),
         round(1000 * cpu / max(1, len(jobs))),
         round(rss),
         round(pss),
@@ -394,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
                         "per job in flight",
                         "p50 s",
                         "p99 s",
+                        "queued p50",
+                        "run p50",
                         "CPU ms/job",
                         "RSS/process MiB",
                         "PSS cluster",

@@ -4,8 +4,8 @@ The builder (``conversations.context``) decides what goes in; this module only w
 in the shape the profile's model follows (``AgentProfile.prompt_style``):
 
 * ``transcript``: ``Context.prompt``, a plain transcript ending in the answer cue, which a
-  base model continues; the stops in :func:`transcript_stops` end the reply where the
-  model would start the next turn.
+  base model continues, the retrieved messages last before the new one; the stops in
+  :func:`transcript_stops` end the reply where the model would start the next turn.
 * ``chat``: chat messages for an instruction-tuned model. One ``system`` message holds
   the system prompt, the tool list, the summary, the line on hidden history and the
   retrieved messages; then the recent messages, the new message and this turn's tool

@@ -238,7 +238,10 @@ def test_a_fact_from_message_37_of_5000_reaches_the_prompt_by_the_agents_own_ret
     assert reply_of(data["job_id"]) == "Your locker code is 4821."
     prompts = runtime.prompts()
     assert FACT in prompts[0]  # the first model call already had it: no help from the model
-    assert "#37 User: " + FACT in prompts[0]
+    # The default (transcript) profile shows what was found last, just before the question.
+    assert prompts[0].endswith(
+        f"Earlier in the conversation:\nUser: {FACT}\n\nUser: What is my locker code?\nAssistant:"
+    )
     steps = step_names(data["job_id"])
     assert steps[:5] == [
         ("context", "build_context"),
@@ -296,7 +299,7 @@ def test_long_recent_messages_leave_room_for_the_message_retrieval_found(chat, r
     data = chat("What is the vault code I told you at the start?")
     assert reply_of(data["job_id"]) == "It is 5-1-7-3-9."
     prompt = runtime.prompts()[0]
-    assert "#1 User: " + VAULT in prompt
+    assert "Earlier in the conversation:\nUser: " + VAULT in prompt
     assert "[message cut: about " in prompt  # the newest paste, clipped in the prompt only
     built = Step.objects.filter(job_id=data["job_id"], name="build_context").last()
     assert built.output["retrieved_messages"] >= 1

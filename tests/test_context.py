@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import AgentProfile
+from agents.models import AgentProfile, PromptStyle
 from conversations import search, services, tokens
 from conversations.context import (
     BLOCK_COST,
@@ -335,7 +335,7 @@ def test_retrieved_messages_take_their_share_and_are_never_shown_twice(owner):
     recent = first.recent[-1]
     context = build(conversation, agent, "q", retrieved=[old, recent])
     assert [item.seq for item in context.retrieved] == [5]
-    assert "#5 User: filler 4" in context.prompt
+    assert "Earlier in the conversation:\nUser: filler 4" in context.prompt
     assert context.prompt.count(recent.content) == 1
     assert context.used <= context.budget
     assert context.search_before == first.search_before
@@ -393,7 +393,7 @@ def test_a_retrieved_message_too_long_for_its_share_is_clipped_around_the_questi
     assert shown.content.startswith("… pad")
     assert "[message cut: about " in shown.content
     assert 'read_history with {"before_seq": 4, "limit": 1} loads it whole]' in shown.content
-    assert shown.line(numbered=True) in context.prompt
+    assert shown.line() in context.prompt
     assert context.used <= context.budget
     assert context.stats()["clipped"] == [
         {"seq": 3, "part": "retrieved", "tokens": long.tokens, "shown_tokens": shown.tokens}
@@ -410,3 +410,43 @@ def test_retrieved_messages_keep_their_room_when_the_recent_ones_are_long(owner)
     assert [item.seq for item in context.retrieved] == [1]
     assert context.recent and context.recent[-1].clipped_from  # the newest paste, clipped
     assert context.used <= context.budget
+
+
+def test_a_transcript_profile_is_shown_the_users_retrieved_messages_last_before_the_question(
+    owner,
+):
+    conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
+    agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
+    fact = Item(seq=3, role="user", content="My dog is Pixel.", tokens=6)
+    reply = Item(seq=4, role="assistant", content="Nice dog.", tokens=4)
+    context = build(conversation, agent, "What is my dog called?", retrieved=[fact, reply])
+    assert [item.seq for item in context.retrieved] == [3]
+    assert context.prompt.endswith(
+        "\n\nEarlier in the conversation:\nUser: My dog is Pixel."
+        "\n\nUser: What is my dog called?\nAssistant:"
+    )
+    assert "Nice dog." not in context.prompt and "#3" not in context.prompt
+    assert context.used <= context.budget
+
+
+def test_a_transcript_profile_is_shown_the_assistants_retrieved_messages_when_no_user_message_was(
+    owner,
+):
+    conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
+    agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
+    reply = Item(seq=4, role="assistant", content="The museum opens at nine.", tokens=7)
+    context = build(conversation, agent, "When does it open?", retrieved=[reply])
+    assert "Earlier in the conversation:\nAssistant: The museum opens at nine." in context.prompt
+
+
+def test_a_chat_profile_is_shown_every_retrieved_message_numbered_in_its_system_message(owner):
+    from conversations.render import chat_messages
+
+    conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
+    agent = profile(prompt_style=PromptStyle.CHAT)
+    fact = Item(seq=3, role="user", content="My dog is Pixel.", tokens=6)
+    reply = Item(seq=4, role="assistant", content="Nice dog.", tokens=4)
+    context = build(conversation, agent, "What is my dog called?", retrieved=[fact, reply])
+    [system, *_] = chat_messages(context)
+    assert system["role"] == "system"
+    assert "#3 User: My dog is Pixel.\n#4 Assistant: Nice dog." in system["content"]

@@ -275,7 +275,8 @@ def test_a_paraphrased_question_brings_its_fact_into_the_prompt(chat, runtime, o
     runtime.script = lambda prompt, body: "Level 3, C-42." if FACTS[3] in prompt else "No idea."
     data = chat("Where did I leave my vehicle?")
     assert reply_of(data["job_id"]) == "Level 3, C-42."
-    assert "#3 User: " + FACTS[3] in runtime.prompts()[0]
+    found = runtime.prompts()[0].split("Earlier in the conversation:\n")[1]
+    assert "User: " + FACTS[3] in found
     search = Step.objects.get(job_id=data["job_id"], name="search_history")
     assert search.output["result"]["mode"] == "hybrid"
     assert search.output["result"]["messages"][0]["seq"] == 3
