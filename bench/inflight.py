@@ -80,8 +80,14 @@ class Target:
     env: dict[str, str] | None = None  # the environment of our own services
 
 
-def service(label: str, tree: Path, runtime_url: str, stack: contextlib.ExitStack) -> Target:
-    """A migrated database, a key and the web server of ``tree``."""
+def service(
+    label: str,
+    tree: Path,
+    runtime_url: str,
+    stack: contextlib.ExitStack,
+    extra: dict[str, str] | None = None,
+) -> Target:
+    """A migrated database, a key and the web server of ``tree`` (``extra``: more settings)."""
     env = service_env(
         stack.enter_context(postgres_database()),
         runtime_url=runtime_url,
@@ -91,6 +97,7 @@ def service(label: str, tree: Path, runtime_url: str, stack: contextlib.ExitStac
         WEB_CONCURRENCY=2,
         REDIS_URL=REDIS_URL,
         Q_CLUSTER_NAME=f"inflight-{os.getpid()}-{label.split()[0]}",
+        **(extra or {}),
     )
     manage(env, "migrate", "--no-input")
     key = create_api_key(env, name="bench", scopes="model,agent")
@@ -348,6 +355,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a setting of the working tree's clusters (repeatable)",
     )
     parser.add_argument(
+        "--web-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the working tree's web server (repeatable)",
+    )
+    parser.add_argument(
         "--jobs-per-slot", type=int, default=4, help="chats per job in flight (Q_WORKERS x threads)"
     )
     args = parser.parse_args(argv)
@@ -359,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         runtime = stack.enter_context(
             runtime_process(models=(f"{MODEL}={args.hold}", f"{INSTANT}=0"))
         )
-        targets = [service("after (working tree)", PROJECT_DIR, runtime.url, stack)]
+        web_env = dict(item.split("=", 1) for item in args.web_env)
+        targets = [service("after (working tree)", PROJECT_DIR, runtime.url, stack, web_env)]
         if args.base:
             targets.append(base_service(args.base, runtime.url, stack))
         if args.litellm:

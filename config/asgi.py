@@ -14,11 +14,13 @@ the start.
 
 The stateless endpoint's synchronous work is a few short statements before and after the
 model call (``gateway.dbthread`` gives the connection back after each), so its requests
-share ``settings.STATELESS_THREADS`` threads (1) instead: with hundreds of calls in flight,
+share ``settings.STATELESS_THREADS`` threads (4) instead: with hundreds of calls in flight,
 hundreds of threads each waking for a statement contend with the event loop for the
-interpreter lock, and the handoffs, not the work, set the latency. Measured with
-``bench/inflight.py`` (256 clients, calls held 1 s): about 1.15x the calls per second of a
-thread per request, at the same CPU per call.
+interpreter lock, and the handoffs, not the work, set the latency. Fewer threads are not
+better: with one, every statement of the process waits its turn, and when the machine is
+slow that queue grows (an instant call's p50 went from 17-20 ms with four threads to
+144-186 ms with one, in runs of ``bench/inflight.py --clients 256 --web-env
+STATELESS_THREADS=N``, at the same calls per second).
 """
 
 import itertools

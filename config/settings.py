@@ -90,7 +90,7 @@ STATELESS_MIDDLEWARE = [
     "core.http.BodySizeLimitMiddleware",
 ]
 # Threads per web process that run the stateless endpoint's database work (config/asgi.py).
-STATELESS_THREADS = env_int("STATELESS_THREADS", 1, minimum=1)
+STATELESS_THREADS = env_int("STATELESS_THREADS", 4, minimum=1)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

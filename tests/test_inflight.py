@@ -55,7 +55,7 @@ def test_the_calls_in_flight_share_the_stateless_threads_instead_of_a_thread_eac
             assert [call.result()[0] for call in calls] == [200] * IN_FLIGHT
     finally:
         request_started.disconnect(seen)
-    assert len(threads) == settings.STATELESS_THREADS == 1
+    assert 1 <= len(threads) <= settings.STATELESS_THREADS < IN_FLIGHT
     assert all(name.startswith("stateless") for name in threads)
     assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT
 
