@@ -16,9 +16,8 @@ What goes in, by priority:
 3. the last two messages of the history (the thread of the conversation), within what
    retrieval leaves;
 4. the rolling summary, at most ``SUMMARY_SHARE`` of the budget;
-5. the retrieved messages, best first, in their room (for a transcript profile, the
-   user's own: :func:`retrieved_for`); each counted with its ``#seq`` number as the chat
-   style shows it, an upper bound for the transcript, which shows none;
+5. the retrieved messages, best first, in their room; each counted with its ``#seq``
+   number as the chat style shows it, an upper bound for the transcript, which shows none;
 6. recent messages, newest first, as many as fit.
 
 A thread message or a retrieved message too long for its room is clipped in the prompt
@@ -198,9 +197,11 @@ def render_transcript(context: Context) -> str:
     The retrieved messages come last, under :data:`EARLIER_HEADER` just before the new
     message: a small base model answers from what it read last (put before the recent
     messages, as a list numbered for the history tools, the Gemma 3 270M answered 21 of
-    40 tuning questions whose fact had left the window; here, 35 of 40:
+    40 tuning questions whose fact had left the window; here, 33 of 40:
     ``bench/chat_quality.py --pair-set tuning``). A transcript profile has no tools, so
-    they are not numbered."""
+    they are not numbered. All of them are shown, the assistant's too: showing only the
+    user's messages got 35 of 40 there, but lost every fact the assistant had said
+    (``bench/memory.py``: recall 1.00 -> 0.53)."""
     blocks = list(context.head)
     if context.summary:
         blocks.append(context.summary)
@@ -215,18 +216,6 @@ def render_transcript(context: Context) -> str:
     blocks.append("\n".join([EARLIER_HEADER, *(item.line() for item in context.retrieved)]))
     blocks.append("\n".join(context.tail))
     return BLOCK_SEPARATOR.join(blocks)
-
-
-def retrieved_for(profile: AgentProfile, retrieved: Sequence[Item]) -> list[Item]:
-    """The retrieved messages a profile's model is shown: all of them, except for a
-    transcript profile, which is shown the user's own (its assistant's only when none of the
-    user's was found). A base model copies its earlier replies, small talk mostly, and
-    those found beside a fact took its answer's place: with them, 33 of 40 tuning questions
-    right; without, 35."""
-    if not profile.is_transcript:
-        return list(retrieved)
-    users = [item for item in retrieved if item.role == Role.USER]
-    return users or list(retrieved)
 
 
 # --- The phases of a build ----------------------------------------------------------------
@@ -403,7 +392,7 @@ def build_context(
     remaining = budget - fixed.cost
     share_of = MODEL_RETRIEVAL_SHARE if model_retrieved else RETRIEVAL_SHARE
     # Retrieval's room comes first, up to its share: long recent messages cannot take it.
-    retrieved = _unique(retrieved_for(profile, retrieved), message.seq)
+    retrieved = _unique(retrieved, message.seq)
     need = _retrieved_cost(retrieved)
     reserve = min(int(remaining * share_of), need)
     thread = _thread(recent[:MUST_KEEP_RECENT], remaining - reserve, focus)

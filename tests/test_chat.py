@@ -239,9 +239,9 @@ def test_a_fact_from_message_37_of_5000_reaches_the_prompt_by_the_agents_own_ret
     prompts = runtime.prompts()
     assert FACT in prompts[0]  # the first model call already had it: no help from the model
     # The default (transcript) profile shows what was found last, just before the question.
-    assert prompts[0].endswith(
-        f"Earlier in the conversation:\nUser: {FACT}\n\nUser: What is my locker code?\nAssistant:"
-    )
+    earlier = prompts[0].split("\n\nEarlier in the conversation:\n")[1]
+    assert f"User: {FACT}\n" in earlier
+    assert earlier.endswith("\n\nUser: What is my locker code?\nAssistant:")
     steps = step_names(data["job_id"])
     assert steps[:5] == [
         ("context", "build_context"),

@@ -412,31 +412,19 @@ def test_retrieved_messages_keep_their_room_when_the_recent_ones_are_long(owner)
     assert context.used <= context.budget
 
 
-def test_a_transcript_profile_is_shown_the_users_retrieved_messages_last_before_the_question(
-    owner,
-):
+def test_a_transcript_profile_is_shown_the_retrieved_messages_last_before_the_question(owner):
     conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
     agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
     fact = Item(seq=3, role="user", content="My dog is Pixel.", tokens=6)
     reply = Item(seq=4, role="assistant", content="Nice dog.", tokens=4)
-    context = build(conversation, agent, "What is my dog called?", retrieved=[fact, reply])
-    assert [item.seq for item in context.retrieved] == [3]
+    context = build(conversation, agent, "What is my dog called?", retrieved=[reply, fact])
+    assert [item.seq for item in context.retrieved] == [3, 4]
     assert context.prompt.endswith(
-        "\n\nEarlier in the conversation:\nUser: My dog is Pixel."
+        "\n\nEarlier in the conversation:\nUser: My dog is Pixel.\nAssistant: Nice dog."
         "\n\nUser: What is my dog called?\nAssistant:"
     )
-    assert "Nice dog." not in context.prompt and "#3" not in context.prompt
+    assert "#3" not in context.prompt
     assert context.used <= context.budget
-
-
-def test_a_transcript_profile_is_shown_the_assistants_retrieved_messages_when_no_user_message_was(
-    owner,
-):
-    conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
-    agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
-    reply = Item(seq=4, role="assistant", content="The museum opens at nine.", tokens=7)
-    context = build(conversation, agent, "When does it open?", retrieved=[reply])
-    assert "Earlier in the conversation:\nAssistant: The museum opens at nine." in context.prompt
 
 
 def test_a_chat_profile_is_shown_every_retrieved_message_numbered_in_its_system_message(owner):
