@@ -526,6 +526,14 @@ def cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
     return used
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent not idle (every core, every process: the
+    database, the runtime and the load generator too), from ``/proc/stat``."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 # --- Load -------------------------------------------------------------------------------
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import asyncload
+from bench import asyncload, wrkload
 from bench.common import (
     LOOPBACK,
     PROJECT_DIR,
@@ -52,6 +52,7 @@ from bench.common import (
     create_api_key,
     free_port,
     gunicorn,
+    machine_busy_seconds,
     manage,
     percentile,
     postgres_database,
@@ -187,14 +188,18 @@ def memory_mb(pids: list[int]) -> tuple[float, float]:
     return (statistics.median(rss) if rss else 0.0), pss
 
 
-def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list[list]:
+def load_rows(
+    targets: list[Target], clients: list[int], seconds: float, generator: str
+) -> list[list]:
+    runner = wrkload.run if generator == "wrk" else asyncload.run
     rows = []
     for count in clients:
         for target in targets:
             processes = process_tree(target.pid)
             cpu_before = sum(cpu_seconds(processes).values())
+            busy_before = machine_busy_seconds()
             load = asyncio.run(
-                asyncload.run(
+                runner(
                     target.url,
                     target.body,
                     clients=count,
@@ -204,6 +209,7 @@ def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list
                 )
             )
             cpu = sum(cpu_seconds(processes).values()) - cpu_before
+            busy = machine_busy_seconds() - busy_before
             rss, pss = memory_mb(process_tree(target.pid)[1:])
             if load.first_error:
                 print(f"  {target.label}, {count} clients: first error: {load.first_error}")
@@ -217,6 +223,7 @@ def load_rows(targets: list[Target], clients: list[int], seconds: float) -> list
                     load.errors,
                     round(load.probe_p50() * 1000, 1),
                     round(1000 * cpu / max(1, load.requests), 2),
+                    round(1000 * busy / max(1, load.requests), 2),
                     round(rss),
                     round(pss),
                 ]
@@ -344,6 +351,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--litellm-venv", type=Path, default=PROJECT_DIR / "var/litellm-venv")
     parser.add_argument("--clients", default="16,64,256")
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--load",
+        choices=("wrk", "asyncio"),
+        default="wrk" if wrkload.available() else "asyncio",
+        help="the load generator: wrk (apt install wrk; the default when installed) or the"
+        " Python client of bench/asyncload.py, which takes a share of the two cores",
+    )
     parser.add_argument("--hold", type=float, default=1.0, help="seconds a model call takes")
     parser.add_argument("--q-workers", default="2,8,32", help="'' skips the chat jobs")
     parser.add_argument("--job-threads", default="1,4", help="JOB_THREADS values")
@@ -381,14 +395,16 @@ def main(argv: list[str] | None = None) -> int:
             targets.append(stack.enter_context(litellm(args.litellm_venv, runtime.url)))
         for target in targets:  # connections made, code loaded
             asyncio.run(asyncload.run(target.url, target.body, clients=16, seconds=2))
-        rows = load_rows(targets, clients, args.seconds)
+        rows = load_rows(targets, clients, args.seconds, args.load)
         print(
             f"\nPOST /api.php, model calls held {args.hold:g} s, PostgreSQL, production settings"
-            f" (2 web processes); {args.seconds:g} s per run; latencies in s, probe in ms,"
-            " CPU of the server processes per request in ms, memory of the web processes in MiB"
+            f" (2 web processes); {args.seconds:g} s per run, load from {args.load};"
+            " latencies in s, probe in ms,"
+            " CPU of the server processes per request in ms (machine: of every process, the"
+            " database, runtime and load included), memory of the web processes in MiB"
         )
         headers = ["server", "clients", "req/s", "p50", "p99", "errors", "instant p50"]
-        print(table([*headers, "CPU ms/req", "RSS/process", "PSS all"], rows))
+        print(table([*headers, "CPU ms/req", "machine", "RSS/process", "PSS all"], rows))
         if len(targets) > 1:
             labels = [t.label for t in targets]
             print("\nreq/s ratio, after / ...")

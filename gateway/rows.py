@@ -18,6 +18,7 @@ import functools
 from typing import TypeVar
 
 from django.db import connections, models, router
+from django.db.models.expressions import Col
 
 from core.db import retry_if_dropped
 
@@ -25,21 +26,42 @@ M = TypeVar("M", bound=models.Model)
 
 
 @functools.cache
-def _select_sql(model: type[models.Model], field_name: str, alias: str) -> str:
+def _select_plan(
+    model: type[models.Model], field_name: str, alias: str
+) -> tuple[str, tuple[str, ...], tuple[Col, ...]]:
     quote = connections[alias].ops.quote_name
     meta = model._meta
-    columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    fields = meta.concrete_fields
+    columns = ", ".join(quote(f.column) for f in fields)
     column = quote(meta.get_field(field_name).column)
-    return f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {column} = %s"
+    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {column} = %s"
+    return sql, tuple(f.attname for f in fields), tuple(f.get_col(meta.db_table) for f in fields)
 
 
 def get_by(model: type[M], field_name: str, value: object) -> M | None:
-    """The row whose unique ``field_name`` is ``value``, or None."""
+    """The row whose unique ``field_name`` is ``value``, or None.
+
+    The row becomes a model instance as the ORM makes one (the converters of the database
+    and of each field, then ``Model.from_db``), without ``raw()``'s work of matching the
+    cursor's columns to fields again on every call.
+    """
     alias = router.db_for_read(model)
-    sql = _select_sql(model, field_name, alias)
+    sql, names, cols = _select_plan(model, field_name, alias)
 
     def read() -> M | None:
-        return next(iter(model.objects.using(alias).raw(sql, [value])), None)
+        connection = connections[alias]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [value])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        values = list(row)
+        for index, col in enumerate(cols):
+            for convert in connection.ops.get_db_converters(col) + col.get_db_converters(
+                connection
+            ):
+                values[index] = convert(values[index], col, connection)
+        return model.from_db(alias, names, values)
 
     return retry_if_dropped(read, using=alias)
 

@@ -92,7 +92,7 @@ class ModelCallView(APIView):
         data = read_json_object(request)
         call = await in_thread(self.admit, data)
         result = await services.model_call_async(call, started=started)
-        return render(LLMSuccessResponseSerializer(result).data)
+        return render(_ANSWER.to_representation(result))
 
     @staticmethod
     def admit(data: dict[str, Any]) -> services.AdmittedCall:
@@ -111,6 +111,9 @@ class ModelCallView(APIView):
 
 
 _renderer = JSONRenderer()
+# One instance for every answer: its fields are built (deep-copied from the class's) once,
+# not per call; ``to_representation`` only reads them.
+_ANSWER = LLMSuccessResponseSerializer()
 
 
 def render(data: Any, *, status: int = 200) -> HttpResponse:

@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.core.signals import request_started
+from django.db.backends.signals import connection_created
 
 from gateway.models import UsageRecord
 from tests.asgi import IN_FLIGHT, hold_slow_calls, post
@@ -42,10 +42,10 @@ def test_the_calls_in_flight_share_the_stateless_threads_instead_of_a_thread_eac
     release = hold_slow_calls(runtime, settings)
     threads: set[str] = set()
 
-    def seen(**kwargs) -> None:  # Django sends it in the request's thread
+    def seen(**kwargs) -> None:  # sent in the thread that opens (or takes) a connection
         threads.add(threading.current_thread().name)
 
-    request_started.connect(seen, weak=False)
+    connection_created.connect(seen, weak=False)
     try:
         slow = {"api_key": key, "model": "test-model", "prompt": "slow"}
         with ThreadPoolExecutor(IN_FLIGHT) as clients:
@@ -54,7 +54,7 @@ def test_the_calls_in_flight_share_the_stateless_threads_instead_of_a_thread_eac
             release.set()
             assert [call.result()[0] for call in calls] == [200] * IN_FLIGHT
     finally:
-        request_started.disconnect(seen)
+        connection_created.disconnect(seen)
     assert 1 <= len(threads) <= settings.STATELESS_THREADS < IN_FLIGHT
     assert all(name.startswith("stateless") for name in threads)
     assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT
