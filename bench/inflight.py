@@ -175,8 +175,8 @@ def litellm(venv: Path, runtime_url: str) -> Iterator[Target]:
             _stop(process)
 
 
-def memory_mb(pids: list[int]) -> tuple[float, float]:
-    """(median RSS of one process, PSS of them all), in MiB."""
+def memory_mb(pids: list[int], *, largest: bool = False) -> tuple[float, float]:
+    """(median RSS of one process, or the largest's, PSS of them all), in MiB."""
     rss, pss = [], 0.0
     for pid in pids:
         with contextlib.suppress(OSError):
@@ -185,7 +185,9 @@ def memory_mb(pids: list[int]) -> tuple[float, float]:
                     rss.append(int(line.split()[1]) / 1024)
                 elif line.startswith("Pss:"):
                     pss += int(line.split()[1]) / 1024
-    return (statistics.median(rss) if rss else 0.0), pss
+    if not rss:
+        return 0.0, pss
+    return (max(rss) if largest else statistics.median(rss)), pss
 
 
 def load_rows(
@@ -287,6 +289,7 @@ def chat_rows(
     per_slot: int,
     hold: float,
     extra: dict[str, str],
+    services: int,
 ) -> list[list]:
     """For each ``Q_WORKERS`` x ``JOB_THREADS`` (an earlier commit: ``JOB_THREADS`` 1 only,
     as it may not have them), a cluster drains ``per_slot`` chats per job in flight."""
@@ -294,17 +297,44 @@ def chat_rows(
     ours = target.label.startswith("after")
     for workers in q_workers:
         for threads in job_threads if ours else [1]:
-            rows.append(chat_row(target, workers, threads, per_slot, hold, extra if ours else {}))
+            rows.append(
+                chat_row(target, workers, threads, per_slot, hold, extra if ours else {}, services)
+            )
     return rows
 
 
+WEB_POOLS = 2 * 8  # a service's web connections at most: WEB_CONCURRENCY x DB_POOL_MAX_SIZE
+
+
+def cluster_pool_size(database_url: str, workers: int, services: int) -> int:
+    """``DB_POOL_MAX_SIZE`` for a cluster of ``workers`` processes, sized as the README's
+    scaling section says: the default (8) unless the pools of the cluster's processes and
+    of the web servers running (``services``) would pass PostgreSQL's ``max_connections``."""
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        limit = int(conn.execute("SHOW max_connections").fetchone()[0])
+        reserved = int(conn.execute("SHOW superuser_reserved_connections").fetchone()[0])
+    spare = limit - reserved - services * WEB_POOLS - 4  # the bench's own polling, a psql
+    return max(1, min(8, spare // (workers + 3)))  # + the sentinel, monitor and pusher
+
+
 def chat_row(
-    target: Target, workers: int, threads: int, per_slot: int, hold: float, extra: dict[str, str]
+    target: Target,
+    workers: int,
+    threads: int,
+    per_slot: int,
+    hold: float,
+    extra: dict[str, str],
+    services: int,
 ) -> list:
+    assert target.env is not None
+    pool = cluster_pool_size(target.env["DATABASE_URL"], workers, services)
     env = {
-        **(target.env or {}),
+        **target.env,
         "Q_WORKERS": str(workers),
         "JOB_THREADS": str(threads),
+        "DB_POOL_MAX_SIZE": str(pool),
         **extra,
     }
     in_flight = workers * threads
@@ -315,7 +345,8 @@ def chat_row(
         cpu_before = sum(cpu_seconds(processes).values())
         jobs = run_chats(target, count, f"q{workers}x{threads}", timeout=60 + 4 * count * hold)
         cpu = sum(cpu_seconds(processes).values()) - cpu_before
-        rss, pss = memory_mb(processes[1:])
+        # The largest is a worker (the others: the sentinel, monitor and pusher).
+        rss, pss = memory_mb(processes[1:], largest=True)
     done = [row for row in jobs if row[0] == "finished"]
     if len(done) < len(jobs):
         failed = next(row for row in jobs if row[0] != "finished")
@@ -329,6 +360,7 @@ def chat_row(
         target.label,
         workers,
         threads,
+        env["DB_POOL_MAX_SIZE"],
         count,
         len(jobs) - len(done),
         round(rate, 2),
@@ -411,12 +443,18 @@ def main(argv: list[str] | None = None) -> int:
             print(table(["clients", *labels[1:]], ratios(rows, labels)))
         if q_workers:
             chats = []
-            for target in targets:
-                if target.env is not None:
-                    extra = dict(item.split("=", 1) for item in args.cluster_env)
-                    chats += chat_rows(
-                        target, q_workers, job_threads, args.jobs_per_slot, args.hold, extra
-                    )
+            ours = [target for target in targets if target.env is not None]
+            extra = dict(item.split("=", 1) for item in args.cluster_env)
+            for target in ours:
+                chats += chat_rows(
+                    target,
+                    q_workers,
+                    job_threads,
+                    args.jobs_per_slot,
+                    args.hold,
+                    extra,
+                    len(ours),
+                )
             print(f"\nchat jobs, one model call held {args.hold:g} s each, Redis broker")
             print(
                 table(
@@ -424,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                         "server",
                         "Q_WORKERS",
                         "JOB_THREADS",
+                        "pool",
                         "jobs",
                         "not finished",
                         "jobs/s",
@@ -433,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
                         "queued p50",
                         "run p50",
                         "CPU ms/job",
-                        "RSS/process MiB",
+                        "worker RSS MiB",
                         "PSS cluster",
                         "PSS/job in flight",
                     ],
