@@ -2,8 +2,8 @@
 call 1 s, in one command.
 
     .venv/bin/python bench/inflight.py [--base REV] [--litellm] [--clients 16,64,256]
-                                       [--seconds 10] [--q-workers 2,8,32]
-                                       [--job-threads 1,4]
+                                       [--seconds 20] [--load wrk|asyncio]
+                                       [--q-workers 2,8,32] [--job-threads 1,4]
 
 One loopback runtime (asyncio, its own process) holds every call of ``bench-model`` for
 ``--hold`` seconds and answers ``bench-instant`` at once. In front of it, each under its own
@@ -18,13 +18,25 @@ PostgreSQL, Redis as the broker):
 
 For each number of clients the servers take turns (so that the shared machine's slow spells
 fall on all of them): the clients call in a closed loop for ``--seconds``, while a probe
-makes an instant call every 0.1 s. Printed: req/s, p50, p99, errors, the probe's p50, and
-the ratios. Then the chat jobs: for each ``Q_WORKERS`` and ``JOB_THREADS`` (jobs per worker
-process; the earlier commit runs with 1 only), a qcluster drains ``--jobs-per-slot`` x
+makes an instant call every 0.1 s. The load comes from ``wrk`` (``apt-get install wrk``)
+when it is installed, as in the issue's figures, else from the Python client of
+``bench/asyncload.py`` (``--load asyncio``), which takes a share of the two cores from the
+servers it measures. wrk drops the requests in flight when its time is up, so a run
+undercounts by about half a round of the clients (at 256 clients, 5% of a 10 s run), hence
+20 s a run. Printed: req/s, p50, p99, errors, the probe's p50, the CPU per request of the
+server's processes and of the whole machine (database, runtime and load generator
+included), and the ratios.
+
+Then the chat jobs: for each ``Q_WORKERS`` and ``JOB_THREADS`` (jobs per worker process;
+the earlier commit runs with 1 only), a qcluster drains ``--jobs-per-slot`` x
 ``Q_WORKERS`` x ``JOB_THREADS`` chats started at once (each one model call held ``--hold``
 s); printed: jobs/s, per job in flight, start -> finished p50 and p99, the p50 of start
 -> claimed (queued) and of claimed -> finished (run), the cluster's CPU per job, and the
-memory of its processes. Everything is bounded in time and torn down at the end.
+memory of a worker and of the whole cluster. A cluster's ``DB_POOL_MAX_SIZE`` (``pool``)
+is the default 8 unless its pools and the web servers' would pass PostgreSQL's
+``max_connections``, as the README's scaling section sizes it.
+
+Everything is bounded in time and torn down at the end.
 """
 
 from __future__ import annotations
@@ -382,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--litellm", action="store_true", help="also run LiteLLM's proxy")
     parser.add_argument("--litellm-venv", type=Path, default=PROJECT_DIR / "var/litellm-venv")
     parser.add_argument("--clients", default="16,64,256")
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument(
         "--load",
         choices=("wrk", "asyncio"),

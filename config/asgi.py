@@ -90,7 +90,7 @@ class SharedThreadsASGIHandler(PooledThreadASGIHandler):
     turn: a request keeps its thread from start to end (Django's thread-sensitive rule),
     and a thread runs one request's step at a time."""
 
-    def __init__(self, middleware: list[str] | None = None, *, threads: int = 1) -> None:
+    def __init__(self, middleware: list[str] | None = None, *, threads: int) -> None:
         super().__init__(middleware)
         self._threads = [
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="stateless")
