@@ -8,7 +8,8 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from django_q.signals import post_spawn
 
-        from agents import task_agent, worker  # noqa: F401  (task_agent registers its kind)
+        # task_agent registers its kind, checks its system checks.
+        from agents import checks, task_agent, worker  # noqa: F401
 
         # Each django-q2 worker process runs the lease heartbeat and the reaper.
         post_spawn.connect(worker.start, dispatch_uid="agents.worker.start")

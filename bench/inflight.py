@@ -301,7 +301,6 @@ def chat_rows(
     per_slot: int,
     hold: float,
     extra: dict[str, str],
-    services: int,
 ) -> list[list]:
     """For each ``Q_WORKERS`` x ``JOB_THREADS`` (an earlier commit: ``JOB_THREADS`` 1 only,
     as it may not have them), a cluster drains ``per_slot`` chats per job in flight."""
@@ -309,26 +308,42 @@ def chat_rows(
     ours = target.label.startswith("after")
     for workers in q_workers:
         for threads in job_threads if ours else [1]:
-            rows.append(
-                chat_row(target, workers, threads, per_slot, hold, extra if ours else {}, services)
-            )
+            row = chat_row(target, workers, threads, per_slot, hold, extra if ours else {})
+            if row is not None:
+                rows.append(row)
     return rows
 
 
 WEB_POOLS = 2 * 8  # a service's web connections at most: WEB_CONCURRENCY x DB_POOL_MAX_SIZE
 
 
-def cluster_pool_size(database_url: str, workers: int, services: int) -> int:
-    """``DB_POOL_MAX_SIZE`` for a cluster of ``workers`` processes, sized as the README's
-    scaling section says: the default (8) unless the pools of the cluster's processes and
-    of the web servers running (``services``) would pass PostgreSQL's ``max_connections``."""
+def cluster_pool_size(database_url: str, workers: int, threads: int) -> tuple[int, str]:
+    """``DB_POOL_MAX_SIZE`` for a cluster of ``workers`` processes of ``threads`` job threads,
+    sized as the README's scaling section says: the default (8) unless the pools of the
+    cluster's processes would pass what PostgreSQL's ``max_connections`` leaves beside the
+    connections open now (the web servers' pools among them), but never below ``threads``
+    + 1 (``agents.W001``). 0, and why, when even that does not fit."""
     import psycopg
 
     with psycopg.connect(database_url) as conn:
         limit = int(conn.execute("SHOW max_connections").fetchone()[0])
         reserved = int(conn.execute("SHOW superuser_reserved_connections").fetchone()[0])
-    spare = limit - reserved - services * WEB_POOLS - 4  # the bench's own polling, a psql
-    return max(1, min(8, spare // (workers + 3)))  # + the sentinel, monitor and pusher
+        open_now, ours = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE datname = current_database())"
+            " FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        ).fetchone()
+    # Room for this service's web pools to grow to their bound while chats are started, for
+    # the bench's own polling and a psql.
+    web_growth = max(0, WEB_POOLS - (ours - 1))
+    spare = limit - reserved - open_now - web_growth - 4
+    processes = workers + 3  # + the sentinel, monitor and pusher
+    pool = min(8, spare // processes)
+    if pool < threads + 1:
+        return 0, (
+            f"needs {processes} x {threads + 1} connections, PostgreSQL has {spare} to spare"
+            f" (max_connections {limit}, {open_now} open)"
+        )
+    return pool, ""
 
 
 def chat_row(
@@ -338,10 +353,12 @@ def chat_row(
     per_slot: int,
     hold: float,
     extra: dict[str, str],
-    services: int,
-) -> list:
+) -> list | None:
     assert target.env is not None
-    pool = cluster_pool_size(target.env["DATABASE_URL"], workers, services)
+    pool, why = cluster_pool_size(target.env["DATABASE_URL"], workers, threads)
+    if not pool and "DB_POOL_MAX_SIZE" not in extra:
+        print(f"  {target.label}, {workers}x{threads}: not run: {why}")
+        return None
     env = {
         **target.env,
         "Q_WORKERS": str(workers),
@@ -465,7 +482,6 @@ def main(argv: list[str] | None = None) -> int:
                     args.jobs_per_slot,
                     args.hold,
                     extra,
-                    len(ours),
                 )
             print(f"\nchat jobs, one model call held {args.hold:g} s each, Redis broker")
             print(

@@ -223,3 +223,21 @@ def test_env_example_lists_every_variable_the_settings_read():
         re.findall(r"^#?\s*([A-Z0-9_]+)=", (PROJECT_DIR / ".env.example").read_text(), re.M)
     )
     assert read and read <= listed, sorted(read - listed)
+
+
+def test_a_pool_smaller_than_the_job_threads_and_heartbeat_is_warned_about(settings, monkeypatch):
+    from django.db import connections
+
+    from agents.checks import pool_holds_every_job_thread
+
+    options = connections["default"].settings_dict.setdefault("OPTIONS", {})
+    monkeypatch.setitem(options, "pool", {"max_size": 4})
+    settings.JOB_THREADS = 4
+    (warning,) = pool_holds_every_job_thread(None)
+    assert warning.id == "agents.W001"
+    assert "DB_POOL_MAX_SIZE (4) is below JOB_THREADS + 1 (5)" in warning.msg
+    settings.JOB_THREADS = 3
+    assert pool_holds_every_job_thread(None) == []
+    monkeypatch.delitem(options, "pool")  # no pool (SQLite, or DB_POOL_MAX_SIZE=0)
+    settings.JOB_THREADS = 64
+    assert pool_holds_every_job_thread(None) == []
