@@ -154,3 +154,20 @@ def test_the_stateless_endpoint_runs_a_short_chain_with_the_same_headers_and_bod
     # Every other path keeps the whole chain.
     page = requests.get(f"{base}/admin/login/", timeout=30)
     assert page.headers["X-Frame-Options"] == "DENY" and "csrftoken" in page.cookies
+
+
+def test_the_stateless_handler_answers_every_refusal_in_the_envelope(asgi_server, runtime):
+    import requests
+
+    url = f"http://{asgi_server[0]}:{asgi_server[1]}/api.php"
+    wrong_method = requests.get(url, timeout=30)
+    assert (wrong_method.status_code, wrong_method.json()["error"]) == (405, "method_not_allowed")
+    assert wrong_method.headers["Allow"] == "POST"
+    not_json = requests.post(
+        url, data=b"{not json", headers={"Content-Type": "application/json"}, timeout=30
+    )
+    assert (not_json.status_code, not_json.json()["error"]) == (400, "invalid_json")
+    bad_key = requests.post(url, json={"api_key": "nope", "model": "m", "prompt": "p"}, timeout=30)
+    assert (bad_key.status_code, bad_key.json()["error"]) == (401, "invalid_api_key")
+    assert runtime.generate_requests() == []
+    assert UsageRecord.objects.count() == 0
