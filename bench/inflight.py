@@ -33,8 +33,10 @@ the earlier commit runs with 1 only), a qcluster drains ``--jobs-per-slot`` x
 s); printed: jobs/s, per job in flight, start -> finished p50 and p99, the p50 of start
 -> claimed (queued) and of claimed -> finished (run), the cluster's CPU per job, and the
 memory of a worker and of the whole cluster. A cluster's ``DB_POOL_MAX_SIZE`` (``pool``)
-is the default 8 unless its pools and the web servers' would pass PostgreSQL's
-``max_connections``, as the README's scaling section sizes it.
+is the default 8 unless its pools would pass what PostgreSQL's ``max_connections`` leaves
+beside the connections open (the web servers'), as the README's scaling section sizes it;
+never below ``JOB_THREADS + 1``: a size that cannot have that is not run, and the bench
+says why.
 
 Everything is bounded in time and torn down at the end.
 """

@@ -15,11 +15,10 @@ import asyncio
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import asyncload
-from bench.common import percentile
 
 # Prints what the run measured as one JSON line at the end (wrk's ``done`` hook).
 _SCRIPT = """
@@ -43,26 +42,15 @@ def available() -> bool:
 
 
 @dataclass
-class Load:
-    """What one wrk run measured; the interface of :class:`bench.asyncload.Load`."""
+class Load(asyncload.Load):
+    """What one wrk run measured: :class:`bench.asyncload.Load` with wrk's own percentiles
+    in place of the list of latencies."""
 
-    requests: int = 0
-    errors: int = 0
-    seconds: float = 0.0
     p50: float = 0.0
     p99: float = 0.0
-    probes: list[float] = field(default_factory=list)
-    first_error: str = ""
-
-    @property
-    def rps(self) -> float:
-        return self.requests / self.seconds if self.seconds else 0.0
 
     def p(self, q: float) -> float:
         return {50: self.p50, 99: self.p99}[q]
-
-    def probe_p50(self) -> float:
-        return percentile(sorted(self.probes), 50)
 
 
 async def run(
