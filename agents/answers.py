@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TOOL_CALL_FORMAT = '{"tool": "<name>", "arguments": {...}}'
+# What the agents tell (in a note) of a tool call that no tool list in the prompt offered.
+NOT_OFFERED = "The answer is a tool call, but the prompt offered no tools."
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 

@@ -1,6 +1,8 @@
 """What a running job's agent code works with: steps, model and tool calls, cancel checks."""
 
+import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +12,7 @@ from django.conf import settings
 
 from agents import services
 from agents.models import Job, JobStatus, StepKind, StepStatus
-from agents.tools import REGISTRY, ToolError
+from agents.tools import REGISTRY, Tool, ToolError
 from core.db import release_pooled_connections
 from core.http import storable
 from gateway import runtime
@@ -145,7 +147,10 @@ class JobContext:
     def call_tool(
         self, name: str, arguments: dict[str, Any], *, enabled: list[str]
     ) -> dict[str, Any]:
-        """Runs a tool as a tool_call step; the answer (result or error) is for the model."""
+        """Runs a tool as a tool_call step; the answer (result or error) is for the model.
+
+        Only a tool of ``enabled`` runs, with its limits (:meth:`_run_tool`); whatever it
+        fails with is a tool error the agent can report, never the job's end."""
         self.check()
         with self.step(StepKind.TOOL_CALL, name, {"arguments": arguments}) as out:
             tool = REGISTRY.get(name) if name in enabled else None
@@ -154,10 +159,50 @@ class JobContext:
                 out["error"] = f"Unknown tool {name!r}. Available: {', '.join(enabled) or 'none'}."
                 return {"error": out["error"]}
             try:
-                result = tool.run(self, arguments)
+                result = self._run_tool(tool, arguments)
             except ToolError as exc:
                 out.failed = True
                 out["error"] = str(exc)
                 return {"error": str(exc)}
             out["result"] = result
             return {"result": result}
+
+    def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+        """``tool`` with its limits: a pure tool runs in a thread of its own, is abandoned
+        after ``TOOL_TIMEOUT_SECONDS`` and stops waiting when the job is cancelled; any
+        tool's result is refused past ``TOOL_MAX_OUTPUT_CHARS`` characters of JSON."""
+        # A tool that is not pure reads the database in this job's own connection.
+        result = self._run_in_thread(tool, arguments) if tool.pure else tool.run(self, arguments)
+        size = len(json.dumps(result, default=str))
+        if size > settings.TOOL_MAX_OUTPUT_CHARS:
+            raise ToolError(
+                f"The result of {tool.name} is too large ({size:,} characters; at most "
+                f"{settings.TOOL_MAX_OUTPUT_CHARS:,})."
+            )
+        return result
+
+    def _run_in_thread(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome["result"] = tool.run(None, arguments)
+            except BaseException as exc:  # handed to the job's thread, which raises it
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        # A daemon thread: one that overran is abandoned and never holds up the process.
+        threading.Thread(target=run, name=f"tool-{tool.name}", daemon=True).start()
+        deadline = time.monotonic() + settings.TOOL_TIMEOUT_SECONDS
+        while not done.wait(min(settings.JOB_CANCEL_POLL_SECONDS, deadline - time.monotonic())):
+            self.check()
+            if time.monotonic() >= deadline:
+                raise ToolError(
+                    f"{tool.name} took longer than {settings.TOOL_TIMEOUT_SECONDS:g} s and was "
+                    "stopped."
+                )
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]

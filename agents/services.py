@@ -284,7 +284,16 @@ def _end(job: Job, *, token: str, status: str, from_statuses, **fields) -> bool:
     )
     if ended:
         job.status, job.finished_at = status, now
+        _end_open_steps(job)
     return bool(ended)
+
+
+def _end_open_steps(job: Job) -> None:
+    """A step still running when its job ended (its own end could not be written) ends
+    with the job, so that no step of an ended job ever reads ``running``."""
+    status = StepStatus.CANCELLED if job.status == JobStatus.CANCELLED else StepStatus.FAILED
+    for step in Step.objects.filter(job_id=job.pk, status=StepStatus.RUNNING):
+        step_finish(step, status=status, output={"error": "The job ended before this step did."})
 
 
 def job_finish(job: Job, *, token: str, final_result: dict[str, Any]) -> bool:

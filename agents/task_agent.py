@@ -8,7 +8,8 @@ cleaned of what the model invented around it (``agents.replies``).
 How the prompt is written follows the profile's prompt style:
 
 * ``chat`` (instruction-tuned models): chat messages; the system message lists the tools.
-* ``transcript`` (base models): one prompt shaped for completion, without a tool list.
+* ``transcript`` (base models): one prompt shaped for completion, without a tool list;
+  a tool call in the model's answer is not run (nothing offered it: it echoes the task).
   When the task is arithmetic and the calculator is enabled, the agent itself works it
   out with the calculator first (a ``tool_call`` step) and puts the result in the
   prompt: a small base model cannot compute, and does not ask for tools.
@@ -17,7 +18,7 @@ How the prompt is written follows the profile's prompt style:
 import json
 from typing import Any
 
-from agents.answers import TOOL_CALL_FORMAT, parse_answer
+from agents.answers import NOT_OFFERED, TOOL_CALL_FORMAT, parse_answer
 from agents.arithmetic import arithmetic_expression, format_value
 from agents.context import AgentFailure, JobContext
 from agents.kinds import agent
@@ -47,7 +48,9 @@ def _tools_block(ctx: JobContext) -> str:
 
 def _task_lines(ctx: JobContext, calculation: dict[str, Any] | None) -> str:
     lines = [f"Task: {ctx.job.task}"]
-    if calculation is not None:
+    if calculation is not None and "error" in calculation:  # the model can say why
+        lines.append(f"Calculator: {calculation['expression']}: {calculation['error']}")
+    elif calculation is not None:
         value = format_value(calculation["value"])
         lines.append(f"Calculator: {calculation['expression']} = {value}")
     return "\n".join(lines)
@@ -75,7 +78,8 @@ def task_messages(ctx: JobContext, transcript: list[Turn]) -> list[dict[str, str
 
 
 def precompute(ctx: JobContext) -> dict[str, Any] | None:
-    """For a base-model profile with the calculator: the task's arithmetic, worked out."""
+    """For a base-model profile with the calculator: the task's arithmetic, worked out
+    (``value``), or why the calculator refused it (``error``)."""
     profile = ctx.profile
     if not profile.is_transcript or "calculator" not in profile.tools:
         return None
@@ -83,7 +87,7 @@ def precompute(ctx: JobContext) -> dict[str, Any] | None:
     if expression is None:
         return None
     outcome = ctx.call_tool("calculator", {"expression": expression}, enabled=profile.tools)
-    return outcome.get("result")
+    return outcome.get("result") or {"expression": expression, "error": outcome["error"]}
 
 
 def _call(ctx: JobContext, transcript: list[Turn], calculation: dict[str, Any] | None) -> str:
@@ -121,6 +125,10 @@ def run_task(ctx: JobContext) -> dict[str, Any]:
                     "tool call or the final answer.)",
                 )
             )
+            continue
+        if ctx.profile.is_transcript:  # its prompt lists no tools: the call is an echo
+            ctx.note("unusable_answer", {"problem": NOT_OFFERED, "tool": answer.tool})
+            transcript.append(("user", f"(Your last answer could not be used: {NOT_OFFERED})"))
             continue
         result = ctx.call_tool(answer.tool, answer.arguments, enabled=ctx.profile.tools)
         call = json.dumps({"tool": answer.tool, "arguments": answer.arguments})

@@ -2,10 +2,13 @@
 schema of its arguments. A profile enables tools by name.
 
 Tools are registered with :func:`tool`; the history tools live in ``conversations.tools``
-and are registered when that app loads.
+and are registered when that app loads. A tool registered as ``pure`` (a computation that
+touches no database) runs in a thread of its own with a time limit
+(``agents.context.JobContext.call_tool``); every tool's result has a size limit.
 """
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     func: Callable[..., Any]
+    pure: bool = False
 
     def describe(self) -> str:
         props = self.parameters.get("properties", {})
@@ -42,12 +46,15 @@ class Tool:
 REGISTRY: dict[str, Tool] = {}
 
 
-def tool(name: str, description: str, parameters: dict[str, Any]):
-    """Registers the decorated ``func(ctx, **arguments)`` as a tool."""
+def tool(name: str, description: str, parameters: dict[str, Any], *, pure: bool = False):
+    """Registers the decorated ``func(ctx, **arguments)`` as a tool. ``pure``: it only
+    computes (no database, no use of ``ctx``), so it can run in a thread of its own."""
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         parameters.setdefault("additionalProperties", False)
-        REGISTRY[name] = Tool(name=name, description=description, parameters=parameters, func=func)
+        REGISTRY[name] = Tool(
+            name=name, description=description, parameters=parameters, func=func, pure=pure
+        )
         return func
 
     return register
@@ -56,6 +63,13 @@ def tool(name: str, description: str, parameters: dict[str, Any]):
 def enabled_tools(names: list[str]) -> list[Tool]:
     return [REGISTRY[name] for name in names if name in REGISTRY]
 
+
+# The calculator refuses, before computing it, any number with more digits than this: a
+# power such as ((9**99)**99)**99 would otherwise hold its worker (and the GIL) for minutes
+# and gigabytes, and Python refuses to print an integer past 4,300 digits anyway.
+MAX_DIGITS = 1000
+_MAX_BITS = math.ceil(MAX_DIGITS * math.log2(10))
+_LIMIT = 10**MAX_DIGITS
 
 _BINARY = {
     ast.Add: operator.add,
@@ -67,18 +81,39 @@ _BINARY = {
     ast.Pow: operator.pow,
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_TOO_LARGE = f"The result would have more than {MAX_DIGITS:,} digits."
+
+
+def _bits(value: float) -> float:
+    """The binary digits of ``abs(value)`` (log2; math.log2 takes integers of any size)."""
+    return math.log2(abs(value)) if abs(value) >= 1 else 0.0
+
+
+def _check_size(op: ast.operator, left: float, right: float) -> None:
+    """Refuses an operation whose result would be too large, before it is computed."""
+    if isinstance(op, ast.Mult) and _bits(left) + _bits(right) > _MAX_BITS + 1:
+        raise ToolError(_TOO_LARGE)
+    if isinstance(op, ast.Pow) and abs(left) > 1 and right * _bits(left) > _MAX_BITS + 1:
+        raise ToolError(_TOO_LARGE)
+
+
+def _checked(value: float) -> float:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError("The result is too large for a number.")
+    if isinstance(value, int) and (value.bit_length() > _MAX_BITS + 1 or abs(value) >= _LIMIT):
+        raise ToolError(_TOO_LARGE)
+    return value
 
 
 def _evaluate(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
+        return _checked(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 100:
-            raise ToolError("Exponent too large.")
-        return _BINARY[type(node.op)](left, right)
+        _check_size(node.op, left, right)
+        return _checked(_BINARY[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
     raise ToolError("Only numbers and + - * / // % ** and parentheses are allowed.")
@@ -92,6 +127,7 @@ def _evaluate(node: ast.AST) -> float:
         "properties": {"expression": {"type": "string", "maxLength": 200}},
         "required": ["expression"],
     },
+    pure=True,
 )
 def calculator(ctx: Any, expression: str) -> dict[str, Any]:
     try:
@@ -102,10 +138,17 @@ def calculator(ctx: Any, expression: str) -> dict[str, Any]:
         return {"expression": expression, "value": _evaluate(tree)}
     except ZeroDivisionError:
         raise ToolError("Division by zero.") from None
+    except OverflowError:  # a float result, or an integer too large to divide as a float
+        raise ToolError("The result is too large for a number.") from None
+    except (RecursionError, MemoryError):
+        raise ToolError("The expression is too complex.") from None
 
 
 @tool(
-    "current_time", "Returns the current UTC date and time.", {"type": "object", "properties": {}}
+    "current_time",
+    "Returns the current UTC date and time.",
+    {"type": "object", "properties": {}},
+    pure=True,
 )
 def current_time(ctx: Any) -> dict[str, Any]:
     return {"utc": datetime.now(UTC).isoformat(timespec="seconds")}

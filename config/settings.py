@@ -343,6 +343,10 @@ JOB_REAP_SECONDS = env_float("JOB_REAP_SECONDS", 5.0, minimum=0.1)
 JOB_REWAKE_SECONDS = env_int("JOB_REWAKE_SECONDS", 60, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_CANCEL_POLL_SECONDS = env_float("JOB_CANCEL_POLL_SECONDS", 0.5, minimum=0.05)
+# A tool that only computes (the calculator) is abandoned after TOOL_TIMEOUT_SECONDS; any
+# tool's result is refused past TOOL_MAX_OUTPUT_CHARS characters of JSON (agents/context.py).
+TOOL_TIMEOUT_SECONDS = env_float("TOOL_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+TOOL_MAX_OUTPUT_CHARS = env_int("TOOL_MAX_OUTPUT_CHARS", 200_000, minimum=1000)
 # Jobs one worker process runs at once, each in a thread of its own (agents/jobthreads.py):
 # a job mostly waits on the model. 1 = the job runs in django-q2's task itself.
 JOB_THREADS = env_int("JOB_THREADS", 4, minimum=1)

@@ -9,7 +9,9 @@
 3. It calls the model with the finished context, written in the profile's prompt style
    (``conversations.render``: a transcript for a base model, which lists no tools, or
    chat messages for an instruction-tuned one). An answer that asks for a tool (the
-   agents' format, ``{"tool": ..., "arguments": {...}}``) runs it; messages a history
+   agents' format, ``{"tool": ..., "arguments": {...}}``) runs it when the prompt listed
+   the tools (a base model's transcript lists none: its tool call is an echo of the
+   conversation, not run, and asked again); messages a history
    tool loads join the context, other results are shown after the new message; then the
    model is called again. At most ``profile.max_steps`` model calls; the last one is
    offered no tools. Any other text is the reply, cleaned of what the model invented
@@ -22,7 +24,7 @@
 import json
 from typing import Any
 
-from agents.answers import parse_answer
+from agents.answers import NOT_OFFERED, parse_answer
 from agents.context import AgentFailure, JobCancelled, JobContext
 from agents.kinds import agent
 from agents.models import JobKind, StepKind
@@ -165,9 +167,10 @@ class ChatTurn:
 
     # --- The model's tool calls ------------------------------------------------------------
 
-    def use_tool(self, name: str, arguments: dict[str, Any]) -> None:
+    def use_tool(self, name: str, arguments: dict[str, Any], *, offered: list[str]) -> None:
+        """Runs the model's tool call; only a tool of ``offered`` (listed in its prompt) runs."""
         call = json.dumps({"tool": name, "arguments": arguments})
-        outcome = self.ctx.call_tool(name, arguments, enabled=self.enabled)
+        outcome = self.ctx.call_tool(name, arguments, enabled=offered)
         if name in HISTORY_TOOLS and "result" in outcome:
             found = [Item.from_row(row) for row in outcome["result"].get("messages", [])]
             self._add_retrieved(found, first=True)
@@ -256,8 +259,10 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
     max_steps = turn.profile.max_steps
     retry = False
     for round_number in range(1, max_steps + 1):
+        # Only the tools the prompt lists (``context.tools``) may run: a base model gets no
+        # tool list, so a tool call in its answer is an echo of the conversation.
         offer = round_number < max_steps and bool(turn.enabled)
-        listed = offer and not turn.profile.is_transcript  # a base model gets no tool list
+        listed = offer and not turn.profile.is_transcript
         if round_number == 1:
             context = turn.prepare(offer_tools=listed)
         else:
@@ -267,8 +272,12 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
             inputs["options"] = {**inputs.get("options", {}), **RETRY_OPTIONS}
         text = ctx.call_model(name="reply", **inputs)
         answer = parse_answer(text)
-        if answer.kind == "tool" and offer:
-            turn.use_tool(answer.tool, answer.arguments)
+        if answer.kind == "tool" and context.tools:
+            turn.use_tool(answer.tool, answer.arguments, offered=context.tools)
+            continue
+        if answer.kind == "tool" and (offer or turn.profile.is_transcript):
+            ctx.note("unusable_answer", {"problem": NOT_OFFERED, "tool": answer.tool})
+            retry = True
             continue
         if answer.kind == "tool":
             raise AgentFailure("The model asked for a tool on its last allowed call.")

@@ -98,6 +98,8 @@ class Context:
     summary: str = ""
     hidden_line: str = ""
     tail: list[str] = field(default_factory=list)
+    # The tools the prompt lists: the only ones a model's answer may call.
+    tools: list[str] = field(default_factory=list)
 
     @property
     def window_start(self) -> int | None:
@@ -131,9 +133,14 @@ class Context:
         }
 
 
-def tools_block(profile: AgentProfile, *, history_tools: bool = True) -> str:
+def listed_tools(profile: AgentProfile, *, history_tools: bool = True) -> list[str]:
+    """The names of the tools that :func:`tools_block` lists."""
     names = [n for n in profile.tools if history_tools or n not in HISTORY_TOOLS]
-    tools = enabled_tools(names)
+    return [tool.name for tool in enabled_tools(names)]
+
+
+def tools_block(profile: AgentProfile, *, history_tools: bool = True) -> str:
+    tools = enabled_tools(listed_tools(profile, history_tools=history_tools))
     if not tools:
         return ""
     return (
@@ -231,6 +238,7 @@ class _Fixed:
     cost: int
     frame_cost: int
     tools: bool = False
+    listed: list[str] = field(default_factory=list)
 
 
 def _require(fixed: int, budget: int) -> None:
@@ -249,7 +257,8 @@ def _fixed_part(
     tail_cost = message.cost() + sum(estimate(line) + 1 for line in exchange)
     head, frame = _frame(profile, offer_tools=offer_tools, history_tools=False)
     _require(frame + tail_cost, budget)
-    return _Fixed(head=head, tail=tail, cost=frame + tail_cost, frame_cost=frame)
+    listed = listed_tools(profile, history_tools=False) if offer_tools else []
+    return _Fixed(head=head, tail=tail, cost=frame + tail_cost, frame_cost=frame, listed=listed)
 
 
 def _hidden_part(profile: AgentProfile, fixed: _Fixed, offer_tools: bool, budget: int) -> _Fixed:
@@ -267,7 +276,10 @@ def _hidden_part(profile: AgentProfile, fixed: _Fixed, offer_tools: bool, budget
         hidden_cost = estimate(_hidden_line(10**9, tools=False)) + BLOCK_COST
     cost = frame + tail_cost + hidden_cost
     _require(cost, budget)
-    return _Fixed(head=head, tail=fixed.tail, cost=cost, frame_cost=frame, tools=tools)
+    listed = listed_tools(profile) if tools else fixed.listed
+    return _Fixed(
+        head=head, tail=fixed.tail, cost=cost, frame_cost=frame, tools=tools, listed=listed
+    )
 
 
 def _summary_cost(conversation: Conversation, budget: int, remaining: int) -> int:
@@ -359,6 +371,7 @@ def _whole_history(fixed: _Fixed, recent: list[Item], budget: int) -> Context:
         frame_tokens=fixed.frame_cost,
         head=fixed.head,
         tail=fixed.tail,
+        tools=fixed.listed,
     )
     context.prompt = render_transcript(context)
     return context
@@ -423,6 +436,7 @@ def build_context(
         summary=summary_block(conversation) if summary_cost else "",
         hidden_line=_hidden_line(hidden, tools=fixed.tools),
         tail=fixed.tail,
+        tools=fixed.listed,
     )
     context.prompt = render_transcript(context)
     return context

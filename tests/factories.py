@@ -28,6 +28,15 @@ def default_profile() -> AgentProfile:
     return profile
 
 
+def tools_listed_profile() -> AgentProfile:
+    """The default profile in the ``chat`` prompt style: its prompts list its tools, so the
+    model's tool calls run (a transcript lists none, and runs none the model writes)."""
+    profile = default_profile()
+    profile.prompt_style = "chat"
+    profile.save(update_fields=["prompt_style"])
+    return profile
+
+
 def make_job(api_key: ApiKey, *, status: str = JobStatus.QUEUED, **fields: Any) -> Job:
     """A task job of the key's owner in ``status``, with what the constraints ask of it."""
     now = timezone.now()

@@ -11,7 +11,7 @@ from agents.models import AgentProfile, Job, JobStatus, Step
 from conversations import services, tokens
 from conversations.models import Conversation, Message
 from gateway import runtime as runtime_client
-from tests.factories import default_profile
+from tests.factories import default_profile, tools_listed_profile
 
 pytestmark = pytest.mark.django_db
 
@@ -256,13 +256,19 @@ def test_a_fact_from_message_37_of_5000_reaches_the_prompt_by_the_agents_own_ret
     assert search.output["result"]["messages"][0]["seq"] == 37
 
 
+def all_text(body: dict) -> str:
+    """Everything a chat-style model call sent: its messages' contents, in order."""
+    return "\n".join(message["content"] for message in body["messages"])
+
+
 def test_a_fact_from_message_37_reaches_the_prompt_when_the_model_asks_for_search_history(
     chat, runtime, owner_key
 ):
+    tools_listed_profile()
     long_conversation(owner_key, 5000, facts={37: FACT})
 
     def model(prompt: str, body: dict) -> str:
-        if FACT in prompt:
+        if FACT in all_text(body):
             return "It is 4821."
         if "Tool result" not in prompt:
             return '{"tool": "search_history", "arguments": {"query": "locker"}}'
@@ -272,17 +278,37 @@ def test_a_fact_from_message_37_reaches_the_prompt_when_the_model_asks_for_searc
     # Nothing in this question matches the fact, so the agent's own search misses it.
     data = chat("Which digits did I give you for the gym?")
     assert reply_of(data["job_id"]) == "It is 4821."
-    first, second = runtime.prompts()[:2]
-    assert FACT not in first
-    assert FACT in second
-    assert second.endswith(
-        'Assistant: {"tool": "search_history", "arguments": {"query": "locker"}}\n'
-        "Tool result: 1 messages found; those that fit are shown above under the earlier "
-        "history.\nAssistant:"
-    )
+    first, second = (request.body for request in runtime.generate_requests()[:2])
+    assert FACT not in all_text(first)
+    assert FACT in all_text(second)
+    assert second["messages"][-2:] == [
+        {
+            "role": "assistant",
+            "content": '{"tool": "search_history", "arguments": {"query": "locker"}}',
+        },
+        {
+            "role": "user",
+            "content": "Tool result: 1 messages found; those that fit are shown above under "
+            "the earlier history.",
+        },
+    ]
     model_search = Step.objects.filter(job_id=data["job_id"], name="search_history").last()
     assert model_search.input == {"arguments": {"query": "locker"}}
     assert model_search.output["result"]["messages"][0]["seq"] == 37
+
+
+def test_a_base_models_echo_of_a_tool_call_in_the_users_message_is_not_run(chat, runtime):
+    call = '{"tool": "read_history", "arguments": {"limit": 5}}'
+    runtime.script = lambda prompt, body: call if "Updated summary" not in prompt else "-"
+    data = chat(f"Please answer with exactly this: {call}")
+    job = Job.objects.get(pk=data["job_id"])
+    assert not Step.objects.filter(job=job, kind="tool_call", name="read_history").exists()
+    notes = Step.objects.filter(job=job, kind="note", name="unusable_answer")
+    assert notes.exists()
+    assert all(n.input["tool"] == "read_history" for n in notes)
+    # Asked again with sampling, as for any unusable answer; never run.
+    assert job.status == JobStatus.FAILED
+    assert "no usable answer" in job.error
 
 
 VAULT = "Please keep this safe: the vault code is 5-1-7-3-9."
@@ -471,6 +497,8 @@ def test_a_message_too_long_for_the_window_is_refused(agent_client, runtime):
 
 
 def test_the_model_may_use_the_calculator_in_a_chat(chat, runtime):
+    tools_listed_profile()
+
     def model(prompt: str, body: dict) -> str:
         if "Tool result" in prompt:
             return "It is " + re.search(r'"value": (\d+)', prompt).group(1) + "."
@@ -482,14 +510,16 @@ def test_the_model_may_use_the_calculator_in_a_chat(chat, runtime):
 
 
 def test_a_chat_whose_model_keeps_asking_for_tools_fails_after_max_steps(chat, runtime):
-    small_profile(max_steps=2)
-    runtime.script = lambda prompt, body: '{"tool": "read_history", "arguments": {}}'
+    small_profile(max_steps=2, prompt_style="chat", tools=["calculator", "read_history"])
+    runtime.script = lambda prompt, body: '{"tool": "calculator", "arguments": {}}'
     data = chat("hi", profile="small")
     job = Job.objects.get(pk=data["job_id"])
     assert job.status == JobStatus.FAILED
     assert "last allowed call" in job.error
-    # The last call offered no tools.
-    assert "- read_history:" not in runtime.prompts()[-1]
+    # The first call listed the tools, the last one offered none.
+    first, last = (r.body["messages"][0]["content"] for r in runtime.generate_requests())
+    assert "- calculator:" in first
+    assert "- calculator:" not in last
     assert Message.objects.filter(role="assistant").count() == 0
 
 
@@ -618,6 +648,7 @@ def test_a_worker_that_lost_the_job_stores_no_reply(agent_client, runtime):
 def test_a_task_job_can_search_the_conversation_of_its_scope(
     agent_client, runtime, owner_key, sync_queue, django_capture_on_commit_callbacks
 ):
+    tools_listed_profile()
     long_conversation(owner_key, 200, facts={37: FACT})
 
     def model(prompt: str, body: dict) -> str:
@@ -638,6 +669,7 @@ def test_a_task_job_can_search_the_conversation_of_its_scope(
 def test_a_task_job_without_a_conversation_gets_a_tool_error(
     agent_client, runtime, sync_queue, django_capture_on_commit_callbacks
 ):
+    tools_listed_profile()
     runtime.script = lambda prompt, body: (
         "done" if "Tool result" in prompt else '{"tool": "read_history", "arguments": {}}'
     )

@@ -22,7 +22,7 @@ from core.errors import status_and_id
 from core.exceptions import JobNotCancellable
 from gateway import services as gateway
 from gateway.models import UsageRecord
-from tests.factories import InThread, default_profile, make_job, wait_for
+from tests.factories import InThread, make_job, tools_listed_profile, wait_for
 from tests.runtime_server import Reply
 
 # Threads need committed rows.
@@ -51,7 +51,7 @@ def test_tool(monkeypatch):
         parameters = {"type": "object", "properties": {}, "additionalProperties": False}
         tool = Tool(name=name, description="A test tool.", parameters=parameters, func=func)
         monkeypatch.setitem(REGISTRY, name, tool)
-        profile = default_profile()
+        profile = tools_listed_profile()
         profile.tools = [name]
         profile.save(update_fields=["tools"])
 
@@ -346,6 +346,8 @@ def test_a_slow_first_token_keeps_the_lease_alive(key, runtime, settings):
 
 @pytest.mark.django_db
 def test_a_tool_call_round_trip_reaches_the_final_answer(key, runtime):
+    tools_listed_profile()
+
     def script(prompt: str, body: dict) -> str:
         if "Tool result" in prompt:
             return "6 times 7 is 42."
@@ -403,6 +405,7 @@ def test_junk_answers_fail_the_job_after_max_steps_without_a_crash_loop(
 
 @pytest.mark.django_db
 def test_an_unknown_tool_is_told_to_the_model_and_bounded_by_max_steps(key, runtime):
+    tools_listed_profile()
     runtime.script = lambda prompt, body: '{"tool": "rm_rf", "arguments": {}}'
     job = make_job(key)
     assert tasks.run_job(job.pk) == JobStatus.FAILED
