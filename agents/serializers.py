@@ -4,7 +4,13 @@ from rest_framework import serializers
 
 from agents.models import JobKind, JobStatus, StepKind, StepStatus
 from agents.selectors import truncate
-from core.fields import ConstantField, IsoDateTimeField, StrictCharField, StringOrIntegerField
+from core.fields import (
+    ConstantField,
+    IsoDateTimeField,
+    LimitedTextField,
+    StrictCharField,
+    StringOrIntegerField,
+)
 from core.serializers import CheckedBodyMixin, RejectUnknownFieldsMixin
 
 
@@ -16,7 +22,11 @@ class ScopedRequestSerializer(CheckedBodyMixin, RejectUnknownFieldsMixin, serial
 
 
 class JobStartRequestSerializer(ScopedRequestSerializer):
-    task = StrictCharField()
+    task = LimitedTextField(
+        limit_setting="AGENT_TASK_MAX_CHARS",
+        help_text="At most AGENT_TASK_MAX_CHARS characters (32,000 by default): "
+        "413 payload_too_large with details.max_chars past it.",
+    )
 
 
 # --- Answers: the views render through these, and the schema is generated from them ------

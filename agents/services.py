@@ -24,9 +24,10 @@ from django.utils import timezone
 from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepStatus
 from agents.selectors import profile_get
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
-from core.exceptions import JobNotCancellable
+from core.exceptions import JobNotCancellable, TooManyJobs
 from core.http import storable
 from core.ids import new_job_id
+from gateway.models import ApiKey
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,18 @@ def job_enqueue(job_id: str) -> None:
     _send_wakeup(job_id)
 
 
+def _require_room_for_a_job(api_key) -> None:
+    """The key's jobs queued or running stay under its ``max_active_jobs``. The key's row is
+    locked first (PostgreSQL), so that concurrent starts of one key count one at a time."""
+    limit = api_key.max_active_jobs
+    if not limit:
+        return
+    ApiKey.objects.select_for_update().filter(pk=api_key.pk).first()
+    waiting_or_running = (JobStatus.QUEUED, *ACTIVE)
+    if Job.objects.filter(api_key_id=api_key.pk, status__in=waiting_or_running).count() >= limit:
+        raise TooManyJobs(limit=limit)
+
+
 def job_create(
     *,
     api_key,
@@ -85,7 +98,9 @@ def job_create(
     job_id: str | None = None,
 ) -> Job:
     """Creates a queued job; its wake-up is sent once the transaction commits. ``job_id``
-    is the id chosen beforehand by a caller that must be able to find the job again."""
+    is the id chosen beforehand by a caller that must be able to find the job again.
+    Raises :class:`TooManyJobs` when the key has ``max_active_jobs`` queued or running."""
+    _require_room_for_a_job(api_key)
     job = Job.objects.create(
         id=job_id or new_job_id(),
         owner_id=api_key.owner_id,

@@ -11,6 +11,7 @@ from csp.constants import SELF as CSP_SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from gateway.options import LOAD_OPTIONS  # a plain module: the names of the load options
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -292,6 +293,16 @@ READYZ_RUNTIME_TIMEOUT = env_float("READYZ_RUNTIME_TIMEOUT", 0.5, minimum=0.01)
 READYZ_CACHE_SECONDS = env_float("READYZ_CACHE_SECONDS", 5.0, minimum=0)
 # OpenAI-compatible servers stop early without max_tokens (llama.cpp: 16); this is ours.
 RUNTIME_DEFAULT_MAX_TOKENS = env_int("RUNTIME_DEFAULT_MAX_TOKENS", 512, minimum=1)
+# What clients may ask of the default runtime (MODEL_RUNTIME_URL); routed endpoints have
+# the same limits in the admin: num_ctx and num_predict at most these, and which options
+# that choose how a model loads (num_gpu, num_thread, ...) they may set (none by default).
+RUNTIME_MAX_CONTEXT = env_int("RUNTIME_MAX_CONTEXT", 8192, minimum=1)
+RUNTIME_MAX_PREDICT = env_int("RUNTIME_MAX_PREDICT", 4096, minimum=1)
+RUNTIME_ALLOWED_LOAD_OPTIONS = env_list("RUNTIME_ALLOWED_LOAD_OPTIONS")
+if not set(RUNTIME_ALLOWED_LOAD_OPTIONS) <= set(LOAD_OPTIONS):
+    raise ImproperlyConfigured(
+        f"RUNTIME_ALLOWED_LOAD_OPTIONS may name only: {', '.join(LOAD_OPTIONS)}."
+    )
 # An endpoint that failed is skipped for this long when a model has several endpoints.
 RUNTIME_FAILURE_COOLDOWN = env_float("RUNTIME_FAILURE_COOLDOWN", 30.0, minimum=0)
 # How long a process may keep the model-to-endpoint routing table before reading it again.
@@ -320,6 +331,16 @@ EMBEDDING_CACHE_MB = env_int("EMBEDDING_CACHE_MB", 256, minimum=1)
 # --- Keys -----------------------------------------------------------------------------
 # Requests per minute for a new key when none is given (0 = unlimited).
 DEFAULT_KEY_RATE_LIMIT = env_int("DEFAULT_KEY_RATE_LIMIT", 600, minimum=0)
+# The agent API's limits of a new key when none are given (0 = unlimited): POSTs (job
+# starts, chats, cancels) and GETs per minute, counted apart, and jobs queued or running
+# at once (429 too_many_jobs past it). An agent's own model calls count against none.
+DEFAULT_KEY_AGENT_STARTS_PER_MINUTE = env_int("DEFAULT_KEY_AGENT_STARTS_PER_MINUTE", 120, minimum=0)
+DEFAULT_KEY_AGENT_READS_PER_MINUTE = env_int("DEFAULT_KEY_AGENT_READS_PER_MINUTE", 1200, minimum=0)
+DEFAULT_KEY_MAX_ACTIVE_JOBS = env_int("DEFAULT_KEY_MAX_ACTIVE_JOBS", 100, minimum=0)
+# The longest task of a job and prompt of a chat, in characters (413 payload_too_large
+# with details.max_chars past it; the whole body is bounded by MAX_BODY_BYTES).
+AGENT_TASK_MAX_CHARS = env_int("AGENT_TASK_MAX_CHARS", 32_000, minimum=1)
+AGENT_PROMPT_MAX_CHARS = env_int("AGENT_PROMPT_MAX_CHARS", 32_000, minimum=1)
 # PostgreSQL: usage records commit without waiting for the disk flush. A crash of the
 # database server may lose the last fraction of a second of them; nothing else is affected.
 USAGE_ASYNC_COMMIT = env_bool("USAGE_ASYNC_COMMIT", True)

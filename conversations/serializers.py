@@ -2,13 +2,17 @@ from rest_framework import serializers
 
 from agents.serializers import JobStartDataSerializer, ScopedRequestSerializer
 from conversations.models import Role
-from core.fields import ConstantField, IsoDateTimeField, StrictCharField
+from core.fields import ConstantField, IsoDateTimeField, LimitedTextField
 
 PAGE_LIMIT_MAX = 1000
 
 
 class ChatRequestSerializer(ScopedRequestSerializer):
-    prompt = StrictCharField()
+    prompt = LimitedTextField(
+        limit_setting="AGENT_PROMPT_MAX_CHARS",
+        help_text="At most AGENT_PROMPT_MAX_CHARS characters (32,000 by default): "
+        "413 payload_too_large with details.max_chars past it.",
+    )
 
 
 class ChatStartDataSerializer(JobStartDataSerializer):

@@ -10,7 +10,7 @@ from conversations.serializers import (
     ConversationResponseSerializer,
 )
 from core.db import retry_if_dropped_before_commit
-from core.schema import AGENT_KEY, ANY_ENDPOINT, JSON_BODY, error_responses
+from core.schema import AGENT_KEY, ANY_ENDPOINT, JOB_QUOTA, JSON_BODY, error_responses
 from core.views import AgentAPIView
 
 
@@ -23,7 +23,7 @@ class ChatView(AgentAPIView):
         responses={
             200: ChatStartResponseSerializer,
             **error_responses(
-                "Chat", ANY_ENDPOINT, AGENT_KEY, JSON_BODY, {400: ("unknown_profile",)}
+                "Chat", ANY_ENDPOINT, AGENT_KEY, JSON_BODY, JOB_QUOTA, {400: ("unknown_profile",)}
             ),
         },
         description=(

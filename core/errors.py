@@ -49,6 +49,7 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.JobNotCancellable: (409, "job_not_cancellable"),
     ex.PayloadTooLarge: (413, "payload_too_large"),
     ex.RateLimited: (429, "rate_limited"),
+    ex.TooManyJobs: (429, "too_many_jobs"),
     ex.RuntimeFailure: (502, "runtime_error"),
     ex.RuntimeAnswerError: (502, "runtime_error"),
     ex.RuntimeUnavailable: (502, "runtime_unavailable"),
@@ -87,7 +88,8 @@ class ErrorAnswer:
 
 def _from_domain(exc: ex.DomainError) -> ErrorAnswer:
     status, error = status_and_id(exc)
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, ex.RateLimited) else {}
+    retry_after = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
     return ErrorAnswer(status, error, exc.message, exc.details, headers)
 
 

@@ -43,6 +43,17 @@ class PayloadTooLarge(DomainError):
         super().__init__(details={"max_bytes": max_bytes})
 
 
+class FieldTooLarge(PayloadTooLarge):
+    """A text field longer than its limit (the body itself was within ``MAX_BODY_BYTES``)."""
+
+    def __init__(self, *, field: str, max_chars: int, chars: int):
+        DomainError.__init__(
+            self,
+            f"{field} may be at most {max_chars:,} characters long; this one has {chars:,}.",
+            details={"field": field, "max_chars": max_chars, "chars": chars},
+        )
+
+
 class BadRequest(DomainError):
     default_message = "Bad request."
 
@@ -70,6 +81,15 @@ class RateLimited(DomainError):
             details={"limit_per_minute": limit, "retry_after": retry_after},
         )
         self.retry_after = retry_after
+
+
+class TooManyJobs(DomainError):
+    def __init__(self, *, limit: int):
+        super().__init__(
+            f"This key may have {limit} jobs queued or running at once; wait for one to end.",
+            details={"max_active_jobs": limit, "retry_after": 5},
+        )
+        self.retry_after = 5
 
 
 # --- Lookups -------------------------------------------------------------------------------

@@ -5,10 +5,13 @@ import re
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from core.exceptions import FieldTooLarge
 
 # NUL cannot be stored in PostgreSQL text: DRF's CharField refuses it, and so do these.
 NO_NUL = re.compile(r"^[^\x00]*$")
@@ -31,6 +34,22 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("not_a_string")
         return super().to_internal_value(data)
+
+
+class LimitedTextField(StrictCharField):
+    """A :class:`StrictCharField` at most ``settings.<limit_setting>`` characters long (read
+    when checked); a longer one is :class:`FieldTooLarge` (413 with the limit in details)."""
+
+    def __init__(self, *, limit_setting: str, **kwargs: Any) -> None:
+        self.limit_setting = limit_setting
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        limit = getattr(settings, self.limit_setting)
+        if len(value) > limit:
+            raise FieldTooLarge(field=self.field_name, max_chars=limit, chars=len(value))
+        return value
 
 
 class StrictCharFieldSchema(OpenApiSerializerFieldExtension):

@@ -16,7 +16,13 @@ ANY_ENDPOINT: dict[int, tuple[str, ...]] = {
     503: ("server_busy",),  # the web process's connection limit (config/gunicorn_worker.py)
 }
 # The key checks of the /agent/... endpoints.
-AGENT_KEY: dict[int, tuple[str, ...]] = {401: ("invalid_api_key",), 403: ("forbidden",)}
+AGENT_KEY: dict[int, tuple[str, ...]] = {
+    401: ("invalid_api_key",),
+    403: ("forbidden",),
+    429: ("rate_limited",),  # the key's agent API limits (gateway.ratelimit.AgentRateLimit)
+}
+# Starting a job: the key's limit of jobs queued or running at once.
+JOB_QUOTA: dict[int, tuple[str, ...]] = {429: ("too_many_jobs",)}
 # A JSON body read by DRF's parser.
 JSON_BODY: dict[int, tuple[str, ...]] = {
     400: ("invalid_json", "validation_error"),

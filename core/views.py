@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from core.serializers import ErrorResponseSerializer
 from gateway.authentication import ApiKeyAuthentication, HasAgentScope
+from gateway.ratelimit import AgentRateLimit
 
 
 def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
@@ -28,10 +29,12 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 class AgentAPIView(APIView):
-    """Base of the /agent/... views: key auth with the agent scope, JSON bodies."""
+    """Base of the /agent/... views: key auth with the agent scope, the key's agent API
+    rate limits, JSON bodies."""
 
     authentication_classes = (ApiKeyAuthentication,)
     permission_classes = (HasAgentScope,)
+    throttle_classes = (AgentRateLimit,)
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         # A wrong method is 405 whoever asks: check it before the key.

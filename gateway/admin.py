@@ -30,6 +30,9 @@ class ApiKeyForm(forms.ModelForm):
             "scopes",
             "allowed_models",
             "rate_limit_per_minute",
+            "agent_starts_per_minute",
+            "agent_reads_per_minute",
+            "max_active_jobs",
             "expires_at",
         )
 
@@ -40,6 +43,9 @@ class ApiKeyForm(forms.ModelForm):
         else:
             # The same default as create_api_key: one setting, read when the form is made.
             self.initial["rate_limit_per_minute"] = settings.DEFAULT_KEY_RATE_LIMIT
+            self.initial["agent_starts_per_minute"] = settings.DEFAULT_KEY_AGENT_STARTS_PER_MINUTE
+            self.initial["agent_reads_per_minute"] = settings.DEFAULT_KEY_AGENT_READS_PER_MINUTE
+            self.initial["max_active_jobs"] = settings.DEFAULT_KEY_MAX_ACTIVE_JOBS
 
     def clean_allowed_models(self) -> list[str]:
         raw = self.cleaned_data.get("allowed_models") or ""
@@ -164,7 +170,7 @@ class ModelRouteInline(admin.TabularInline):
 class RuntimeEndpointAdmin(ServiceAdmin):
     # "10.0.0.5:11434" means http: runtimes rarely speak TLS (Django 6 would assume https).
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
-    list_display = ("name", "base_url", "api", "enabled", "created_at")
+    list_display = ("name", "base_url", "api", "enabled", "max_context", "max_predict")
     list_filter = ("api", "enabled")
     search_fields = ("name", "base_url")
     inlines = (ModelRouteInline,)

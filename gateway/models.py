@@ -1,6 +1,9 @@
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+
+from gateway.options import LOAD_OPTIONS, OptionLimits
 
 
 class Scope(models.TextChoices):
@@ -27,6 +30,17 @@ class ApiKey(models.Model):
     )
     rate_limit_per_minute = models.PositiveIntegerField(
         default=0, help_text="Requests per minute; 0 means unlimited."
+    )
+    agent_starts_per_minute = models.PositiveIntegerField(
+        default=0,
+        help_text="POST requests to /agent/... per minute (job starts, chats, cancels); "
+        "0 means unlimited.",
+    )
+    agent_reads_per_minute = models.PositiveIntegerField(
+        default=0, help_text="GET requests to /agent/... per minute; 0 means unlimited."
+    )
+    max_active_jobs = models.PositiveIntegerField(
+        default=0, help_text="Jobs queued or running at once; 0 means unlimited."
     )
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -61,6 +75,18 @@ class RuntimeEndpoint(models.Model):
         max_length=200, blank=True, help_text="Bearer token the runtime expects, if any."
     )
     enabled = models.BooleanField(default=True)
+    max_context = models.PositiveIntegerField(
+        default=8192, help_text="The largest num_ctx a client may ask for (the models' context)."
+    )
+    max_predict = models.PositiveIntegerField(
+        default=4096, help_text="The largest num_predict a client may ask for (-1 and -2 too)."
+    )
+    allowed_load_options = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=f"Options that choose how a model loads which clients may set: any of "
+        f"{', '.join(LOAD_OPTIONS)}. Empty: all refused.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -68,6 +94,20 @@ class RuntimeEndpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.base_url})"
+
+    def clean(self) -> None:
+        allowed = self.allowed_load_options
+        if not isinstance(allowed, list) or not set(allowed) <= set(LOAD_OPTIONS):
+            raise ValidationError(
+                {"allowed_load_options": f"A list of any of: {', '.join(LOAD_OPTIONS)}."}
+            )
+
+    def option_limits(self) -> OptionLimits:
+        return OptionLimits(
+            max_context=self.max_context,
+            max_predict=self.max_predict,
+            allowed_load_options=frozenset(self.allowed_load_options or []),
+        )
 
 
 class ModelRoute(models.Model):
@@ -122,13 +162,21 @@ class UsageRecord(models.Model):
 class RateLimitWindow(models.Model):
     """Requests of one key in one fixed one-minute window, shared by every process."""
 
+    class Bucket(models.TextChoices):
+        MODEL = "model", "Model calls"
+        AGENT_START = "agent_start", "Agent API writes"
+        AGENT_READ = "agent_read", "Agent API reads"
+
     api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="+")
+    bucket = models.CharField(max_length=16, choices=Bucket.choices, default=Bucket.MODEL)
     window_start = models.DateTimeField()
     count = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=("api_key", "window_start"), name="one_window_per_key"),
+            models.UniqueConstraint(
+                fields=("api_key", "bucket", "window_start"), name="one_window_per_key_bucket"
+            ),
             models.CheckConstraint(condition=Q(count__gte=0), name="window_count_not_negative"),
         ]
 

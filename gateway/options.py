@@ -32,6 +32,8 @@ class Rule:
             return f"Must be {'an integer' if self.kind == 'integer' else 'a number'}."
         if self.kind == "integer" and not isinstance(value, int):
             return "Must be an integer."
+        if isinstance(value, int) and value.bit_length() > 64:  # before any float conversion
+            return "Must be at most 20 digits long."
         if not math.isfinite(value):
             return "Must be a finite number."
         if self.minimum is not None and value < self.minimum:
@@ -114,6 +116,34 @@ def option_errors(options: dict[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
+# Options that choose how the runtime loads the model: a client who sets them can force
+# reloads or exhaust a shared runtime's memory. Refused unless the endpoint allows them.
+LOAD_OPTIONS = ("num_gpu", "num_thread", "main_gpu", "use_mmap", "use_mlock", "numa", "low_vram")
+
+
+@dataclass(frozen=True)
+class OptionLimits:
+    """What an operator lets clients set on one runtime endpoint."""
+
+    max_context: int
+    max_predict: int
+    allowed_load_options: frozenset[str] = frozenset()
+
+    def errors(self, options: dict[str, Any]) -> dict[str, list[str]]:
+        """``{name: [message]}`` for each option outside these limits (its type already
+        checked by :func:`option_errors`)."""
+        errors: dict[str, list[str]] = {}
+        for name in options:
+            if name in LOAD_OPTIONS and name not in self.allowed_load_options:
+                errors[name] = ["Not allowed: the runtime's operator sets how the model loads."]
+        ranges = {"num_ctx": (1, self.max_context), "num_predict": (0, self.max_predict)}
+        for name, (low, high) in ranges.items():
+            value = options.get(name)
+            if isinstance(value, int) and not low <= value <= high:
+                errors[name] = [f"Must be between {low} and {high} on this runtime."]
+        return errors
+
+
 def options_schema() -> dict[str, Any]:
     """The OpenAPI schema of ``options``: the known names with their rules; others pass."""
     return {
@@ -123,7 +153,11 @@ def options_schema() -> dict[str, Any]:
         "description": (
             "Ollama option names, checked by type and range (a bad one is 400 "
             "validation_error with details.fields['options.<name>']). Unknown names are "
-            "passed to the runtime unchanged. For OpenAI-compatible runtimes num_predict "
-            "becomes max_tokens and options about loading the model are dropped."
+            "passed to the runtime unchanged. Each runtime endpoint bounds num_ctx and "
+            "num_predict (-1 and -2 included) and refuses the options that choose how the "
+            "model loads (num_gpu, num_thread, main_gpu, use_mmap, use_mlock, numa, "
+            "low_vram) unless its operator allows them: 400 validation_error naming the "
+            "option and its range. For OpenAI-compatible runtimes num_predict becomes "
+            "max_tokens and options about loading the model are dropped."
         ),
     }

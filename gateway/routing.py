@@ -12,10 +12,12 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
 from core.db import retry_if_dropped
+from gateway.options import OptionLimits
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class Endpoint:
     name: str
     base_url: str
     api: str
+    limits: OptionLimits
     api_key: str = ""
     upstream_model: str = ""
 
@@ -45,6 +48,11 @@ def default_endpoint() -> Endpoint:
         base_url=settings.MODEL_RUNTIME_URL,
         api=settings.MODEL_RUNTIME_API,
         api_key=settings.MODEL_RUNTIME_API_KEY,
+        limits=OptionLimits(
+            max_context=settings.RUNTIME_MAX_CONTEXT,
+            max_predict=settings.RUNTIME_MAX_PREDICT,
+            allowed_load_options=frozenset(settings.RUNTIME_ALLOWED_LOAD_OPTIONS),
+        ),
     )
 
 
@@ -65,6 +73,7 @@ def _load() -> dict[str, list[Endpoint]]:
                 api=route.endpoint.api,
                 api_key=route.endpoint.api_key,
                 upstream_model=route.upstream_model,
+                limits=route.endpoint.option_limits(),
             )
         )
     return table
@@ -86,6 +95,16 @@ def clear_cache() -> None:
         _loaded_at = float("-inf")
         _cooling.clear()
         served_models.clear()
+
+
+def option_errors(model: str, options: dict[str, Any] | None) -> dict[str, list[str]]:
+    """``{name: [message]}`` for each option outside the limits of an endpoint that may
+    serve ``model`` (a call may fail over to any of them)."""
+    errors: dict[str, list[str]] = {}
+    for endpoint in routes().get(model) or [default_endpoint()]:
+        for name, messages in endpoint.limits.errors(options or {}).items():
+            errors.setdefault(name, messages)
+    return errors
 
 
 def endpoints_for(model: str) -> list[Endpoint]:

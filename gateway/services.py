@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from core.db import release_pooled_connections, retry_if_dropped
 from core.errors import status_and_id
-from core.exceptions import DomainError, Forbidden, InvalidApiKey, ModelNotAllowed
+from core.exceptions import DomainError, Forbidden, InvalidApiKey, InvalidInput, ModelNotAllowed
 from gateway import keys, ratelimit, routing, rows, runtime, runtime_async
 from gateway.dbthread import in_thread
 from gateway.models import ApiKey, Scope, UsageRecord
@@ -33,6 +33,10 @@ def _clean_scopes(scopes: Iterable[str]) -> list[str]:
 
 
 @transaction.atomic
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
 def api_key_create(
     *,
     name: str,
@@ -40,6 +44,9 @@ def api_key_create(
     scopes: Iterable[str] = (Scope.MODEL, Scope.AGENT),
     allowed_models: Iterable[str] = (),
     rate_limit_per_minute: int | None = None,
+    agent_starts_per_minute: int | None = None,
+    agent_reads_per_minute: int | None = None,
+    max_active_jobs: int | None = None,
     expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Creates a key and returns it with its plain text, which exists only now.
@@ -56,11 +63,14 @@ def api_key_create(
         key_hash=new.digest,
         scopes=_clean_scopes(scopes),
         allowed_models=[m.strip() for m in allowed_models if m.strip()],
-        rate_limit_per_minute=(
-            settings.DEFAULT_KEY_RATE_LIMIT
-            if rate_limit_per_minute is None
-            else rate_limit_per_minute
+        rate_limit_per_minute=_or(rate_limit_per_minute, settings.DEFAULT_KEY_RATE_LIMIT),
+        agent_starts_per_minute=_or(
+            agent_starts_per_minute, settings.DEFAULT_KEY_AGENT_STARTS_PER_MINUTE
         ),
+        agent_reads_per_minute=_or(
+            agent_reads_per_minute, settings.DEFAULT_KEY_AGENT_READS_PER_MINUTE
+        ),
+        max_active_jobs=_or(max_active_jobs, settings.DEFAULT_KEY_MAX_ACTIVE_JOBS),
         expires_at=expires_at,
     )
     return api_key, new.plain
@@ -135,11 +145,17 @@ class ModelCallResult:
     completion_tokens: int | None
 
 
-def _admit(api_key: ApiKey, model: str, origin: str) -> None:
-    """The checks before the runtime: scope, model permission, then the rate limit."""
+def _admit(api_key: ApiKey, model: str, origin: str, options: dict[str, Any] | None = None) -> None:
+    """The checks before the runtime: scope, model permission, the options within the
+    limits of the model's endpoints, then the rate limit (of a client's call: an agent's
+    calls were paid for by the request that started its job)."""
     api_key_require_scope(api_key, Scope.MODEL if origin == UsageRecord.Origin.API else Scope.AGENT)
     _require_model(api_key, model)
-    ratelimit.take_slot(api_key)
+    errors = routing.option_errors(model, options)
+    if errors:
+        raise InvalidInput({f"options.{name}": messages for name, messages in errors.items()})
+    if origin == UsageRecord.Origin.API:  # an agent's own calls: its job was counted
+        ratelimit.take_slot(api_key)
 
 
 def _record_usage(
@@ -204,7 +220,7 @@ def model_call(
     ``started`` is a ``time.perf_counter()`` reading; ``elapsed`` is seconds since then.
     """
     started = time.perf_counter() if started is None else started
-    _admit(api_key, model, origin)
+    _admit(api_key, model, origin, options)
     release_pooled_connections()  # none held while the model generates
     status, error, generation = 200, "", None
     try:
@@ -252,7 +268,7 @@ def model_call_admit(
     """The database work of an ``/api.php`` call before the model: scope, model permission,
     rate limit, and the endpoints of ``model`` (the routing table is read from the
     database now and then). Synchronous: an async caller runs it in a thread."""
-    _admit(api_key, model, UsageRecord.Origin.API)
+    _admit(api_key, model, UsageRecord.Origin.API, options)
     return AdmittedCall(api_key, model, prompt, options, routing.endpoints_for(model))
 
 

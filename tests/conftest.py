@@ -80,7 +80,13 @@ def make_key(db):
     """Creates keys: ``make_key(name="x", scopes=("model",), ...)`` -> (ApiKey, plain)."""
 
     def make(name: str = "tester", **kwargs):
-        kwargs.setdefault("rate_limit_per_minute", 0)
+        for limit in (
+            "rate_limit_per_minute",
+            "agent_starts_per_minute",
+            "agent_reads_per_minute",
+            "max_active_jobs",
+        ):
+            kwargs.setdefault(limit, 0)  # unlimited unless a test is about a limit
         return services.api_key_create(name=name, **kwargs)
 
     return make

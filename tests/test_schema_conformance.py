@@ -168,6 +168,13 @@ def test_job_start_answers_as_documented(check, make_key, api_client, small_bodi
     ok(big, 413, "payload_too_large")
     plain_text = client.post("/agent/job/start", "hi", content_type="text/plain")
     ok(plain_text, 415, "unsupported_media_type")
+    ok(client.post("/agent/job/start", {**fields, "task": "x" * 40_000}, format="json"), 413)
+    one_a_minute = bearer(make_key(name="slow", agent_starts_per_minute=1)[1])
+    one_a_minute.post("/agent/job/start", fields, format="json")
+    ok(one_a_minute.post("/agent/job/start", fields, format="json"), 429, "rate_limited")
+    one_at_a_time = bearer(make_key(name="single", max_active_jobs=1)[1])
+    one_at_a_time.post("/agent/job/start", fields, format="json")
+    ok(one_at_a_time.post("/agent/job/start", fields, format="json"), 429, "too_many_jobs")
 
 
 def test_job_status_answers_as_documented(check, make_key, api_client, small_bodies):
@@ -192,6 +199,9 @@ def test_job_status_answers_as_documented(check, make_key, api_client, small_bod
     assert_error(client.post(url), 405, "method_not_allowed")
     big = client.generic("GET", url, small_bodies, content_type="application/json")
     ok(big, 413, "payload_too_large")
+    one_a_minute = bearer(make_key(name="slow", agent_reads_per_minute=1)[1])
+    one_a_minute.get(url)
+    ok(one_a_minute.get(url), 429, "rate_limited")
 
 
 def test_job_cancel_answers_as_documented(check, make_key, api_client, small_bodies):
@@ -215,6 +225,9 @@ def test_job_cancel_answers_as_documented(check, make_key, api_client, small_bod
     ok(client.post("/agent/job/job_nothing/cancel"), 404, "job_not_found")
     assert_error(client.get(url), 405, "method_not_allowed")
     ok(client.post(url, small_bodies, content_type="application/json"), 413)
+    one_a_minute = bearer(make_key(name="slow", agent_starts_per_minute=1)[1])
+    one_a_minute.post(url)
+    ok(one_a_minute.post(url), 429, "rate_limited")
 
 
 def test_chat_answers_as_documented(check, runtime, make_key, api_client, small_bodies, settings):
@@ -228,8 +241,10 @@ def test_chat_answers_as_documented(check, runtime, make_key, api_client, small_
     assert body["data"]["conversation_id"].startswith("conv_")
     ok(client.post("/agent/chat", "{", content_type="application/json"), 400, "invalid_json")
     huge = {**fields, "prompt": "word " * 200_000}
-    settings.MAX_BODY_BYTES = 2**21
+    settings.MAX_BODY_BYTES = settings.AGENT_PROMPT_MAX_CHARS = 2**21
     ok(client.post("/agent/chat", huge, format="json"), 400, "validation_error")
+    settings.AGENT_PROMPT_MAX_CHARS = 1000
+    ok(client.post("/agent/chat", {**fields, "prompt": "x" * 1001}, format="json"), 413)
     settings.MAX_BODY_BYTES = len(small_bodies) // 2
     ok(client.post("/agent/chat", {**fields, "profile": "nope"}, format="json"), 400)
     ok(api_client.post("/agent/chat", fields, format="json"), 401, "invalid_api_key")
@@ -237,6 +252,13 @@ def test_chat_answers_as_documented(check, runtime, make_key, api_client, small_
     assert_error(client.get("/agent/chat"), 405, "method_not_allowed")
     ok(client.post("/agent/chat", small_bodies, content_type="application/json"), 413)
     ok(client.post("/agent/chat", "hi", content_type="text/plain"), 415)
+    one_a_minute = bearer(make_key(name="slow", agent_starts_per_minute=1)[1])
+    one_a_minute.post("/agent/chat", fields, format="json")
+    ok(one_a_minute.post("/agent/chat", fields, format="json"), 429, "rate_limited")
+    one_at_a_time = bearer(make_key(name="single", max_active_jobs=1)[1])
+    one_at_a_time.post("/agent/chat", {**fields, "scope_id": "b"}, format="json")
+    busy = one_at_a_time.post("/agent/chat", {**fields, "scope_id": "c"}, format="json")
+    ok(busy, 429, "too_many_jobs")
 
 
 def test_conversation_answers_as_documented(check, make_key, api_client, small_bodies):
@@ -265,6 +287,9 @@ def test_conversation_answers_as_documented(check, make_key, api_client, small_b
     ok(client.get("/agent/conversation/conv_nothing"), 404, "conversation_not_found")
     assert_error(client.post(url), 405, "method_not_allowed")
     ok(client.generic("GET", url, small_bodies, content_type="application/json"), 413)
+    one_a_minute = bearer(make_key(name="slow", agent_reads_per_minute=1)[1])
+    one_a_minute.get(url)
+    ok(one_a_minute.get(url), 429, "rate_limited")
 
 
 def test_the_health_endpoints_answer_as_documented(check, runtime, client, small_bodies):

@@ -22,6 +22,24 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rate-limit", type=int, default=None, help="Requests per minute (0 = unlimited)."
         )
+        parser.add_argument(
+            "--agent-starts-per-minute",
+            type=int,
+            default=None,
+            help="POSTs to /agent/... per minute (0 = unlimited).",
+        )
+        parser.add_argument(
+            "--agent-reads-per-minute",
+            type=int,
+            default=None,
+            help="GETs of /agent/... per minute (0 = unlimited).",
+        )
+        parser.add_argument(
+            "--max-active-jobs",
+            type=int,
+            default=None,
+            help="Jobs queued or running at once (0 = unlimited).",
+        )
         parser.add_argument("--expires-in-days", type=int, default=None)
 
     def handle(self, *args, **opts):
@@ -38,6 +56,9 @@ class Command(BaseCommand):
                 scopes=_csv(opts["scopes"]),
                 allowed_models=_csv(opts["models"]),
                 rate_limit_per_minute=opts["rate_limit"],
+                agent_starts_per_minute=opts["agent_starts_per_minute"],
+                agent_reads_per_minute=opts["agent_reads_per_minute"],
+                max_active_jobs=opts["max_active_jobs"],
                 expires_at=expires_at,
             )
         except ValueError as exc:
