@@ -179,9 +179,16 @@ def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
 def create_api_key(
     env: dict[str, str], *, name: str, rate_limit: int = 0, scopes: str = "model"
 ) -> str:
-    """A new key made by the service's own command (the plain key is its last line)."""
+    """A new key made by the service's own command (the plain key is its last line), with
+    no agent API limits (through the defaults' settings: an earlier commit ignores them)."""
+    unlimited = {
+        "DEFAULT_KEY_AGENT_STARTS_PER_MINUTE": "0",
+        "DEFAULT_KEY_AGENT_READS_PER_MINUTE": "0",
+        "DEFAULT_KEY_MAX_ACTIVE_JOBS": "0",
+    }
     out = manage(
-        env, "create_api_key", "--name", name, "--scopes", scopes, "--rate-limit", str(rate_limit)
+        {**env, **unlimited},
+        *("create_api_key", "--name", name, "--scopes", scopes, "--rate-limit", str(rate_limit)),
     )
     return out.strip().splitlines()[-1]
 

@@ -132,7 +132,13 @@ def worker(repeat: int) -> dict:
     from gateway.services import api_key_create
 
     rng = random.Random(20261122)
-    key, plain = api_key_create(name="bench", rate_limit_per_minute=0)
+    key, plain = api_key_create(
+        name="bench",
+        rate_limit_per_minute=0,
+        agent_starts_per_minute=0,
+        agent_reads_per_minute=0,
+        max_active_jobs=0,
+    )
     default = AgentProfile.objects.get(name="default")
     needle_profile = AgentProfile.objects.create(
         name="needle",

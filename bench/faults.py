@@ -59,7 +59,13 @@ def setup(env: dict[str, str]):
     from gateway import services
 
     call_command("migrate", verbosity=0)
-    api_key, _ = services.api_key_create(name="faults", rate_limit_per_minute=0)
+    api_key, _ = services.api_key_create(
+        name="faults",
+        rate_limit_per_minute=0,
+        agent_starts_per_minute=0,
+        agent_reads_per_minute=0,
+        max_active_jobs=0,
+    )
     profile = AgentProfile.objects.create(name="faults", model=MODEL, max_steps=1, tools=[])
     return api_key, profile
 

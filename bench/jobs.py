@@ -209,7 +209,14 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
     from gateway import services
 
     call_command("migrate", verbosity=0)
-    _, key = services.api_key_create(name="bench", scopes=("agent",), rate_limit_per_minute=0)
+    _, key = services.api_key_create(
+        name="bench",
+        scopes=("agent",),
+        rate_limit_per_minute=0,
+        agent_starts_per_minute=0,
+        agent_reads_per_minute=0,
+        max_active_jobs=0,
+    )
     AgentProfile.objects.create(name="bench", model=MODEL, max_steps=1, tools=[])
     env = dict(os.environ)
 

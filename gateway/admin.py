@@ -116,6 +116,9 @@ class ApiKeyAdmin(ServiceAdmin):
             scopes=data["scopes"],
             allowed_models=data["allowed_models"],
             rate_limit_per_minute=data["rate_limit_per_minute"],
+            agent_starts_per_minute=data["agent_starts_per_minute"],
+            agent_reads_per_minute=data["agent_reads_per_minute"],
+            max_active_jobs=data["max_active_jobs"],
             expires_at=data["expires_at"],
         )
         # The admin goes on with `obj` (history entry, then response_add): make it the saved

@@ -145,10 +145,18 @@ class OptionLimits:
 
 
 def options_schema() -> dict[str, Any]:
-    """The OpenAPI schema of ``options``: the known names with their rules; others pass."""
+    """The OpenAPI schema of ``options``: the known names with their rules, bounded by the
+    default runtime's limits (the settings; a routed endpoint has its own); others pass."""
+    from django.conf import settings
+
+    properties = {name: rule.schema() for name, rule in RULES.items()}
+    properties["num_ctx"]["maximum"] = settings.RUNTIME_MAX_CONTEXT
+    properties["num_predict"].update(minimum=0, maximum=settings.RUNTIME_MAX_PREDICT)
+    for name in sorted(set(LOAD_OPTIONS) - set(settings.RUNTIME_ALLOWED_LOAD_OPTIONS)):
+        properties[name] = {"not": {}, "description": "Refused unless the runtime allows it."}
     return {
         "type": "object",
-        "properties": {name: rule.schema() for name, rule in RULES.items()},
+        "properties": properties,
         "additionalProperties": True,
         "description": (
             "Ollama option names, checked by type and range (a bad one is 400 "

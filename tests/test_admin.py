@@ -199,6 +199,9 @@ def _add_key(client, owner, **extra):
         "scopes": ["model"],
         "allowed_models": "test-model, other-model",
         "rate_limit_per_minute": 30,
+        "agent_starts_per_minute": 12,
+        "agent_reads_per_minute": 120,
+        "max_active_jobs": 3,
         "expires_at_0": "",
         "expires_at_1": "",
         **extra,
@@ -213,6 +216,8 @@ def test_adding_a_key_in_the_admin_shows_the_plain_key_once(staff_client, superu
     assert api_key.owner == superuser
     assert api_key.scopes == ["model"]
     assert api_key.allowed_models == ["test-model", "other-model"]
+    assert (api_key.agent_starts_per_minute, api_key.agent_reads_per_minute) == (12, 120)
+    assert api_key.max_active_jobs == 3
     assert api_key.rate_limit_per_minute == 30
 
     page = response.content.decode()
@@ -287,6 +292,9 @@ def test_editing_a_key_in_the_admin_keeps_its_secret(staff_client, make_key, sup
             "scopes": ["model", "agent"],
             "allowed_models": "",
             "rate_limit_per_minute": 0,
+            "agent_starts_per_minute": 0,
+            "agent_reads_per_minute": 0,
+            "max_active_jobs": 0,
             "expires_at_0": "",
             "expires_at_1": "",
         },
@@ -369,6 +377,9 @@ def test_runtime_endpoints_are_edited_with_their_routes_inline(staff_client):
             "api": "ollama",
             "api_key": "",
             "enabled": "on",
+            "max_context": 8192,
+            "max_predict": 4096,
+            "allowed_load_options": "[]",
             "routes-TOTAL_FORMS": "1",
             "routes-INITIAL_FORMS": "0",
             "routes-MIN_NUM_FORMS": "0",
@@ -393,6 +404,9 @@ def test_a_runtime_address_without_a_scheme_is_taken_as_http(staff_client):
             "api": "ollama",
             "api_key": "",
             "enabled": "on",
+            "max_context": 8192,
+            "max_predict": 4096,
+            "allowed_load_options": "[]",
             "routes-TOTAL_FORMS": "0",
             "routes-INITIAL_FORMS": "0",
             "routes-MIN_NUM_FORMS": "0",

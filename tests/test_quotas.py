@@ -82,7 +82,7 @@ def test_a_task_or_prompt_past_its_size_limit_is_refused_with_the_limit(
 def test_an_agents_own_model_calls_do_not_spend_the_keys_request_limit(
     make_key, runtime, sync_queue, django_capture_on_commit_callbacks
 ):
-    api_key, plain = make_key(rate_limit_per_minute=1)
+    _, plain = make_key(rate_limit_per_minute=1)
     runtime.script = lambda prompt, body: "Hello."
     client = bearer(plain)
     for scope_id in ("a", "b", "c"):
