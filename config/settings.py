@@ -132,9 +132,8 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     _db["CONN_MAX_AGE"] = None
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    # Django's backend, with the health check skipped for a connection in use a moment ago.
+    # Django's backend, made safe in django-q2's forked worker processes.
     _db["ENGINE"] = "config.postgresql"
-    _db["HEALTH_CHECK_IDLE"] = env_float("DB_CONN_HEALTH_CHECK_IDLE", 1.0, minimum=0)
     # A pool per process (psycopg_pool): at most DB_POOL_MAX_SIZE connections, however many
     # requests are in flight; a request holds one only while it runs statements. 0 = no
     # pool: one connection per thread, kept DB_CONN_MAX_AGE seconds.

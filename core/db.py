@@ -1,13 +1,13 @@
 """Database connections that the server dropped: noticed, replaced, and the work done once more.
 
 A database restart, a failover or ``pg_terminate_backend`` cuts every connection at once.
-Django notices a dead connection only through the health check at the start of a request,
-which ``config.postgresql`` skips for a connection used a moment ago, and which a worker
-process or a thread of our own never runs. So the first statement on a dropped connection
-fails. Here that statement is retried once, on a new connection, when it is safe to: outside
-a transaction (inside one, the transaction's earlier work is gone with the connection) and
-only when the connection really is gone (a round trip says so), never for errors of the
-statement itself.
+Django notices a dead connection only through the health check when a request takes one,
+which a worker process or a thread of our own never runs, and a connection may be cut while
+a request holds it. So a statement on a dropped connection fails. Here that statement is
+retried once, on a new connection, when it is safe to: outside a transaction (inside one,
+the transaction's earlier work is gone with the connection) and only when the connection
+really is gone (a round trip says so), never for errors of the statement itself. When the
+database stays out of reach, :func:`is_database_unavailable` makes it a 503.
 """
 
 import functools
@@ -75,14 +75,9 @@ def replace_if_dropped(using: str = DEFAULT_DB_ALIAS) -> bool:
 
 
 def _replace(connection: BaseDatabaseWrapper) -> None:
-    """Closes a dropped connection. With a connection pool (``OPTIONS["pool"]``) the server
-    has most likely dropped the pool's idle connections too, which the pool hands out
-    unchecked when they were in use a moment ago: they are all checked now, once, so that
-    the retry does not get another dead one."""
+    """Closes a dropped connection (a pool discards it, and checks the one it hands out
+    next: the server has most likely dropped its idle ones too)."""
     connection.close()
-    pool = getattr(connection, "pool", None)
-    if pool is not None:
-        pool.check()
 
 
 # PostgreSQL's "operator intervention" states that end a session: terminated by an
@@ -169,3 +164,14 @@ def retry_if_dropped_before_commit(func: Callable[P, T]) -> Callable[P, T]:
         return func(*args, **kwargs)
 
     return run
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says that the database cannot be reached (a lost connection, no
+    connection within the pool's timeout, a refused connect) rather than that a statement
+    failed: answered 503 ``database_unavailable``, never 500 (``core.errors``)."""
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return False
+    if isinstance(exc, InterfaceError):  # a connection already closed
+        return True
+    return is_connection_loss(exc)

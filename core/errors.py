@@ -8,6 +8,7 @@ and anything unexpected are mapped here too, so no endpoint answers HTML or
 """
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from core import exceptions as ex
+from core.db import is_database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.PayloadTooLarge: (413, "payload_too_large"),
     ex.RateLimited: (429, "rate_limited"),
     ex.TooManyJobs: (429, "too_many_jobs"),
+    ex.DatabaseUnavailable: (503, "database_unavailable"),
     ex.RuntimeFailure: (502, "runtime_error"),
     ex.RuntimeAnswerError: (502, "runtime_error"),
     ex.RuntimeUnavailable: (502, "runtime_unavailable"),
@@ -159,6 +162,9 @@ def to_answer(exc: Exception) -> ErrorAnswer:
         return ErrorAnswer(403, "forbidden", "You may not do this.")
     if isinstance(exc, RequestDataTooBig):
         return _from_domain(ex.PayloadTooLarge(settings.MAX_BODY_BYTES))
+    if is_database_unavailable(exc):
+        logger.warning("Database unavailable: %s", exc)
+        return _from_domain(ex.DatabaseUnavailable())
     logger.exception("Unhandled error", exc_info=exc)
     return ErrorAnswer(500, "internal_error", "The server failed to handle this request.")
 
@@ -210,9 +216,19 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Json
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
+    # Django calls this while it handles the exception: it is the current one.
+    if is_database_unavailable(sys.exc_info()[1]):
+        return _database_unavailable(request)
     if _in_admin(request):
         # No request context: whatever failed may fail again while rendering one.
         return HttpResponseServerError(render_to_string("admin/500.html"))
     return json_error(
         ErrorAnswer(500, "internal_error", "The server failed to handle this request.")
     )
+
+
+def _database_unavailable(request: HttpRequest) -> HttpResponse:
+    answer = _from_domain(ex.DatabaseUnavailable())
+    if not _in_admin(request):
+        return json_error(answer)
+    return HttpResponse(render_to_string("admin/503.html"), status=503, headers=answer.headers)

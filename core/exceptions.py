@@ -176,6 +176,14 @@ class UnknownModel(RuntimeFailure):
 # --- Health --------------------------------------------------------------------------------
 
 
+class DatabaseUnavailable(DomainError):
+    default_message = "The database cannot be reached just now; try again in a moment."
+    retry_after = 2
+
+    def __init__(self) -> None:
+        super().__init__(details={"retry_after": self.retry_after})
+
+
 class NotReady(DomainError):
     default_message = "A dependency is not available."
 

@@ -13,7 +13,9 @@ from core.serializers import ErrorResponseSerializer
 ANY_ENDPOINT: dict[int, tuple[str, ...]] = {
     413: ("payload_too_large",),
     500: ("internal_error",),
-    503: ("server_busy",),  # the web process's connection limit (config/gunicorn_worker.py)
+    # The web process's connection limit (config/gunicorn_worker.py); the database out of
+    # reach (core.db.is_database_unavailable), with Retry-After.
+    503: ("server_busy", "database_unavailable"),
 }
 # The key checks of the /agent/... endpoints.
 AGENT_KEY: dict[int, tuple[str, ...]] = {

@@ -1,5 +1,5 @@
-"""config.postgresql: Django's backend, with the health check skipped for a connection that
-was used a moment ago, with a pool (``DB_POOL_MAX_SIZE``, the default) and without one.
+"""config.postgresql: Django's backend, whose connections are checked before every
+request, with a pool (``DB_POOL_MAX_SIZE``, the default) and without one.
 Collected only when the suite runs on PostgreSQL.
 
 Each test gets a database wrapper of its own, configured for its mode, so that the suite's
@@ -27,14 +27,13 @@ _aliases = itertools.count()
 
 @pytest.fixture(params=["pool", "no pool"])
 def make_wrapper(request) -> Iterator:
-    """Makes a wrapper of the test database in the mode of the test's parameter, whose
-    health-check window is ``idle`` seconds."""
+    """Makes a wrapper of the test database in the mode of the test's parameter."""
     made: list[DatabaseWrapper] = []
 
-    def make(idle: float = 1.0) -> DatabaseWrapper:
+    def make() -> DatabaseWrapper:
         base = connections["default"].settings_dict
         options = {k: v for k, v in base["OPTIONS"].items() if k != "pool"}
-        settings_dict = {**base, "CONN_HEALTH_CHECKS": True, "HEALTH_CHECK_IDLE": idle}
+        settings_dict = {**base, "CONN_HEALTH_CHECKS": True}
         if request.param == "pool":
             options["pool"] = {"min_size": 0, "max_size": 2, "timeout": 5}
             settings_dict["CONN_MAX_AGE"] = 0
@@ -91,26 +90,8 @@ def terminate(pid: int) -> None:
         other.close()
 
 
-def test_a_connection_used_a_moment_ago_is_not_checked(make_wrapper, checks):
+def test_a_reused_connection_is_checked_before_every_request(make_wrapper, checks):
     wrapper = make_wrapper()
-    request_cycle(wrapper)
-    checks.clear()
-    request_cycle(wrapper)
-    request_cycle(wrapper)
-    assert checks == []
-
-
-def test_a_connection_idle_longer_than_the_window_is_checked_first(make_wrapper, checks):
-    wrapper = make_wrapper(idle=0.05)
-    request_cycle(wrapper)
-    time.sleep(0.1)
-    checks.clear()
-    request_cycle(wrapper)
-    assert checks == [1]
-
-
-def test_a_window_of_zero_checks_before_every_request(make_wrapper, checks):
-    wrapper = make_wrapper(idle=0.0)
     request_cycle(wrapper)
     checks.clear()
     request_cycle(wrapper)
@@ -118,23 +99,11 @@ def test_a_window_of_zero_checks_before_every_request(make_wrapper, checks):
     assert checks == [1, 1]
 
 
-def test_a_connection_the_server_dropped_while_idle_is_replaced_before_use(make_wrapper):
-    wrapper = make_wrapper(idle=0.05)
-    dropped = request_cycle(wrapper)
-    terminate(dropped)
-    time.sleep(0.1)
-    assert request_cycle(wrapper) != dropped
-
-
-def test_a_connection_dropped_within_the_window_fails_one_request_then_is_replaced(
-    make_wrapper,
-):
+def test_a_connection_the_server_dropped_is_replaced_before_the_next_request(make_wrapper):
     wrapper = make_wrapper()
     dropped = request_cycle(wrapper)
     terminate(dropped)
-    with pytest.raises(OperationalError):
-        request_cycle(wrapper)
-    assert request_cycle(wrapper) != dropped
+    assert request_cycle(wrapper) != dropped  # no request fails
 
 
 # --- core.db: the statements retried on a new connection ------------------------------
