@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import services
+from agents import services, worker
 from agents.models import Job, JobStatus, StepKind, StepStatus
 from agents.tools import REGISTRY, Tool, ToolError
 from core.db import release_pooled_connections
@@ -26,8 +26,17 @@ class JobCancelled(Exception):
     """The job's cancel was requested; the worker stops and marks it cancelled."""
 
 
+class JobInterrupted(Exception):
+    """The worker process is stopping: the job goes back to the queue for another one."""
+
+
 class AgentFailure(Exception):
     """The agent cannot complete the job; the message becomes the job's error."""
+
+
+def _stopped() -> Exception:
+    """Why a job stops now: its worker is stopping, or a cancel was asked for."""
+    return JobInterrupted() if worker.stopping.is_set() else JobCancelled()
 
 
 class StepOutput(dict):
@@ -48,8 +57,11 @@ class JobContext:
     def should_stop(self) -> bool:
         """True once a cancel was requested. Also keeps the lease alive.
 
-        Raises LeaseLost when the job is no longer this worker's.
+        Raises LeaseLost when the job is no longer this worker's. True as well once the
+        worker process is stopping (:meth:`check` then raises :class:`JobInterrupted`).
         """
+        if worker.stopping.is_set():
+            return True
         now = time.monotonic()
         if now - self._last_beat >= settings.JOB_HEARTBEAT_SECONDS:
             status = services.job_heartbeat(self.job, token=self.token)
@@ -68,7 +80,7 @@ class JobContext:
 
     def check(self) -> None:
         if self.should_stop():
-            raise JobCancelled()
+            raise _stopped()
 
     # --- Steps -----------------------------------------------------------------------------
 
@@ -134,7 +146,7 @@ class JobContext:
                     messages=messages,
                 )
             except runtime.GenerationCancelled:
-                raise JobCancelled() from None
+                raise _stopped() from None
             text = storable(result.response)
             out.update(
                 text=text,

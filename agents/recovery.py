@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 WORKER_DIED = "The worker running this job stopped responding"
 CONNECTION_LOST = "The job's database connection was dropped"
+WORKER_STOPPED = "The worker running this job was stopped"
 
 
 def _close_abandoned_steps(job_id: str, *, now: datetime, reason: str) -> None:
@@ -71,12 +72,13 @@ def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
     return outcome
 
 
-def job_release(job: Job, *, token: str) -> str | None:
-    """Puts back a job whose run met a dropped database connection, at once rather than
-    when its lease runs out; None if this worker no longer held it."""
+def job_release(job: Job, *, token: str, reason: str = CONNECTION_LOST) -> str | None:
+    """Puts back a job whose run met a dropped database connection, or whose worker is
+    stopping, at once rather than when its lease runs out; None if this worker no longer
+    held it."""
     job.refresh_from_db(fields=["status", "attempts"])
     lease = Q(pk=job.pk, lease_owner=token)
-    return _put_back(job, lease, now=timezone.now(), reason=CONNECTION_LOST)
+    return _put_back(job, lease, now=timezone.now(), reason=reason)
 
 
 def job_reap(*, now: datetime | None = None) -> dict[str, int]:

@@ -6,7 +6,7 @@ import socket
 import uuid
 
 from agents import kinds, recovery, services, worker
-from agents.context import AgentFailure, JobCancelled, JobContext
+from agents.context import AgentFailure, JobCancelled, JobContext, JobInterrupted
 from agents.models import Job
 from core.db import is_connection_loss, replace_if_dropped
 from core.errors import error_id
@@ -47,6 +47,9 @@ def run_claimed(job: Job, token: str) -> str:
             result = kinds.agent_for(job.kind)(ctx)
     except JobCancelled:
         services.job_mark_cancelled(job, token=token)
+    except JobInterrupted:
+        logger.info("Job %s: its worker is stopping; handing it back to the queue", job_id)
+        return recovery.job_release(job, token=token, reason=recovery.WORKER_STOPPED) or "lost"
     except services.LeaseLost:
         logger.warning("Job %s: lease lost; another worker owns it now", job_id)
         return "lease lost"

@@ -19,6 +19,7 @@ stuck in it (a job thread cannot be killed; whatever it writes later is refused)
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.util
 import random
 import threading
 import time
@@ -33,6 +34,9 @@ from core.db import release_pooled_connections
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
+# Set when this worker process is about to exit (its cluster is stopping): its jobs hand
+# themselves back to the queue at their next check instead of holding the exit up.
+stopping = threading.Event()
 # The jobs this process runs: lease token -> (job id, monotonic time of the claim).
 _held: dict[str, tuple[str, float]] = {}
 _started = False
@@ -106,3 +110,6 @@ def start(**_signal_kwargs: object) -> None:
             return
         _started = True
     threading.Thread(target=_loop, name="job-heartbeat", daemon=True).start()
+    # Runs when the process leaves django-q2's task loop (its cluster stops), before Python
+    # joins the job threads: the jobs in flight are handed back rather than awaited.
+    multiprocessing.util.Finalize(None, stopping.set, exitpriority=100)

@@ -8,6 +8,7 @@ or with Redis. The loopback runtime of the test process answers the model calls.
 import io
 import os
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -232,3 +233,29 @@ def test_a_stopped_cluster_finishes_the_jobs_its_threads_are_running(
     for job in Job.objects.filter(pk__in=job_ids):
         assert job.status == JobStatus.FINISHED, (job.status, job.error, cluster.output())
         assert job.final_result["text"] == "Finished before the stop."
+
+
+def test_a_sigterm_ends_the_cluster_within_its_grace_and_hands_its_running_job_back(
+    agent_client, runtime, start_cluster
+):
+    words = 300  # at 0.1 s a chunk the model would hold the job for 30 s
+    runtime.script = lambda prompt, body: Reply(text="word " * words, chunk_delay=0.1)
+    cluster = start_cluster(JOB_THREADS="4")
+    job_id = start_job(agent_client)
+    wait_for(
+        lambda: Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING).exists(),
+        what="the model call to start",
+    )
+    asked = time.monotonic()
+    cluster.process.terminate()  # SIGTERM to the cluster's main process, as a deploy does
+    cluster.process.wait(timeout=30)
+    stopped_in = time.monotonic() - asked
+    assert stopped_in < 10, cluster.output()  # scripts/run.py's grace before SIGKILL
+    job = Job.objects.get(pk=job_id)
+    assert job.status == JobStatus.QUEUED  # handed back at once, not left to the reaper
+    assert not job.steps.filter(status=StepStatus.RUNNING).exists()
+    # The next cluster runs it to the end.
+    runtime.script = lambda prompt, body: "Done after the restart."
+    start_cluster()
+    data = wait_for_status(agent_client, job_id, "finished", "failed", cluster=cluster)
+    assert data["final_result"]["text"] == "Done after the restart."
