@@ -49,6 +49,7 @@ def assert_unavailable(status: int, text: str, headers) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # the server's teardown looks at the test database
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
