@@ -88,8 +88,19 @@ MIDDLEWARE = [
 STATELESS_PATHS = ("/api.php",)
 STATELESS_MIDDLEWARE = [
     "config.middleware.SecurityMiddleware",
+    # The host checked against ALLOWED_HOSTS as on every path, and a Content-Length on the
+    # answer (an HTTP/1.0 client cannot read a chunked one).
+    "config.middleware.CommonMiddleware",
     "core.http.BodySizeLimitMiddleware",
 ]
+# Slow or greedy clients (config/gunicorn_worker.py): a request's headers must arrive within
+# WEB_HEADER_TIMEOUT seconds of its first byte, its body within WEB_BODY_TIMEOUT of its
+# headers (else 408 request_timeout, and the connection is closed); one client address may
+# hold WEB_MAX_CONNECTIONS_PER_CLIENT connections to a web process (0 = no limit; behind a
+# proxy that does not pass the client's address on, every client shares the proxy's).
+WEB_HEADER_TIMEOUT = env_float("WEB_HEADER_TIMEOUT", 10.0, minimum=0.1)
+WEB_BODY_TIMEOUT = env_float("WEB_BODY_TIMEOUT", 30.0, minimum=0.1)
+WEB_MAX_CONNECTIONS_PER_CLIENT = env_int("WEB_MAX_CONNECTIONS_PER_CLIENT", 256, minimum=0)
 # Threads per web process that run the stateless endpoint's database work (config/asgi.py).
 STATELESS_THREADS = env_int("STATELESS_THREADS", 4, minimum=1)
 

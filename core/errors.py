@@ -60,6 +60,8 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.RuntimeTimeout: (504, "runtime_timeout"),
     ex.NotReady: (503, "not_ready"),
     ex.ServerBusy: (503, "server_busy"),
+    ex.RequestTimeout: (408, "request_timeout"),
+    ex.TooManyConnections: (429, "too_many_connections"),
 }
 
 

@@ -192,3 +192,17 @@ class ServerBusy(DomainError):
     """A web process holds as many connections as it accepts (``GUNICORN_WORKER_CONNECTIONS``)."""
 
     default_message = "The server is at its limit of connections; try again shortly."
+
+
+class RequestTimeout(DomainError):
+    """A client sent its request's headers or body too slowly (``WEB_HEADER_TIMEOUT``,
+    ``WEB_BODY_TIMEOUT``)."""
+
+    default_message = "The request was not received in time; the connection is closed."
+
+
+class TooManyConnections(DomainError):
+    """A client address holds as many connections to a web process as it may."""
+
+    default_message = "Too many connections from this address; close some and try again."
+    retry_after = 1

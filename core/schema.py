@@ -11,6 +11,8 @@ from core.serializers import ErrorResponseSerializer
 # What any operation may answer, whatever it does. (A method an endpoint does not have is
 # 405 method_not_allowed: that is no operation, so the schema cannot list it.)
 ANY_ENDPOINT: dict[int, tuple[str, ...]] = {
+    # The server's time limits for a request's headers and body (config/gunicorn_worker.py).
+    408: ("request_timeout",),
     413: ("payload_too_large",),
     500: ("internal_error",),
     # The web process's connection limit (config/gunicorn_worker.py); the database out of

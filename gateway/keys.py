@@ -48,5 +48,9 @@ def prefix_of(plain: str) -> str | None:
     return match.group(1) if match else None
 
 
+# Compared against when no key has the prefix: the same work as for a key that exists.
+UNKNOWN_DIGEST = "0" * 64
+
+
 def matches(plain: str, stored_digest: str) -> bool:
     return hmac.compare_digest(digest(plain), stored_digest)

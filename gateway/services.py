@@ -97,9 +97,11 @@ def api_key_authenticate(plain: object) -> ApiKey:
     if prefix is None:
         raise InvalidApiKey()
     api_key = rows.get_by(ApiKey, "prefix", prefix)
-    if api_key is None:
+    # The digest is compared whether the prefix exists or not, so that the time a refusal
+    # takes does not tell whether a prefix exists.
+    if not keys.matches(plain, api_key.key_hash if api_key else keys.UNKNOWN_DIGEST):
         raise InvalidApiKey()
-    if not keys.matches(plain, api_key.key_hash):
+    if api_key is None:
         raise InvalidApiKey()
     now = timezone.now()
     if api_key.revoked_at is not None or (api_key.expires_at and api_key.expires_at <= now):
