@@ -34,8 +34,9 @@ from core.db import release_pooled_connections
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-# Set when this worker process is about to exit (its cluster is stopping): its jobs hand
-# themselves back to the queue at their next check instead of holding the exit up.
+# Set JOB_STOP_GRACE seconds after this worker process began to exit (its cluster is
+# stopping): the jobs still running then hand themselves back to the queue at their next
+# check instead of holding the exit up.
 stopping = threading.Event()
 # The jobs this process runs: lease token -> (job id, monotonic time of the claim).
 _held: dict[str, tuple[str, float]] = {}
@@ -111,5 +112,12 @@ def start(**_signal_kwargs: object) -> None:
         _started = True
     threading.Thread(target=_loop, name="job-heartbeat", daemon=True).start()
     # Runs when the process leaves django-q2's task loop (its cluster stops), before Python
-    # joins the job threads: the jobs in flight are handed back rather than awaited.
-    multiprocessing.util.Finalize(None, stopping.set, exitpriority=100)
+    # joins the job threads: the jobs in flight may finish within the grace, and are handed
+    # back after it rather than awaited.
+    multiprocessing.util.Finalize(None, _begin_stopping, exitpriority=100)
+
+
+def _begin_stopping() -> None:
+    timer = threading.Timer(settings.JOB_STOP_GRACE, stopping.set)
+    timer.daemon = True  # never holds the exit up itself
+    timer.start()

@@ -13,6 +13,16 @@ for the chat phase also the chats finished and, ``--settle`` seconds after the l
 jobs still not terminal (target 0). ``--terminate-every S`` has PostgreSQL drop every
 connection of the service every S seconds during the load (``pg_terminate_backend``).
 
+Hostile input beside the load:
+
+* ``--hostile N`` starts N tasks whose arithmetic would hold a worker for minutes
+  (``What is (((9**99)**99)**99)**99?``) as the chat phase begins, and prints each chat's
+  wait beyond its own model time (from its start to its end, less its model calls), p50,
+  p99 and max (target: max at most 5 s).
+* ``--slow-sockets N`` runs the ``/api.php`` phase twice, without and then beside N sockets
+  (from 127.0.0.2) that send a request line and one header and then nothing, opened again
+  whenever the server closes one; prints both and the ratio of the p99s (target at most 2).
+
 The clients are threads with keep-alive connections, spread over processes; a chat client
 starts a chat on its own conversation, then polls ``GET /agent/job/{id}`` every 0.2 s until
 the job ends (or the load is over), and starts the next one.
@@ -25,10 +35,12 @@ import http.client
 import json
 import multiprocessing
 import os
+import resource
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -48,6 +60,44 @@ from bench.common import (
 from bench.jobs import qcluster
 
 TERMINAL = ("finished", "failed", "cancelled")
+HOSTILE_TASK = "What is (((9**99)**99)**99)**99?"
+SLOW_SOURCE = "127.0.0.2"  # the slow sockets' address: the server limits each address
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def slow_sockets(port: int, count: int, stop: threading.Event) -> None:
+    """Holds ``count`` connections that send a request line and one header, then nothing;
+    one the server closes is opened again (after a pause, not in a tight loop)."""
+    import selectors
+    import socket
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count + 256, count + 256))
+    selector = selectors.DefaultSelector()
+
+    def open_one() -> None:
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), 5, (SLOW_SOURCE, 0))
+            sock.sendall(b"POST /api.php HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ)
+        except OSError:
+            time.sleep(0.05)
+
+    for _ in range(count):
+        open_one()
+    while not stop.is_set():
+        for key, _ in selector.select(timeout=0.5):
+            selector.unregister(key.fileobj)
+            key.fileobj.close()
+            time.sleep(0.01)
+            open_one()
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()
+
+
 POLL_SECONDS = 0.2
 PROCESSES = 4
 
@@ -59,6 +109,15 @@ class Tally:
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)
     statuses: dict[tuple[str, int], int] = field(default_factory=dict)  # 0: no answer
     chats_finished: int = 0
+    # Each finished chat's seconds from its start to its end, less its model calls.
+    waits: list[float] = field(default_factory=list)
+
+    def add_wait(self, job: dict) -> None:
+        if not job.get("finished_at"):
+            return
+        total = (_when(job["finished_at"]) - _when(job["created_at"])).total_seconds()
+        model = sum(s["elapsed"] or 0 for s in job["steps"] if s["kind"] == "model_call")
+        self.waits.append(total - model)
 
     def add(self, kind: str, status: int, started: float) -> None:
         self.latencies_ms.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
@@ -70,6 +129,7 @@ class Tally:
         for key, count in other.statuses.items():
             self.statuses[key] = self.statuses.get(key, 0) + count
         self.chats_finished += other.chats_finished
+        self.waits += other.waits
 
 
 class Client:
@@ -115,6 +175,7 @@ def chat_client(client: Client, key: str, deadline: float, index: int) -> None:
             status = client.call("job status", "GET", f"/agent/job/{job_id}")
             if status is not None and status["data"]["status"] in TERMINAL:
                 client.tally.chats_finished += 1
+                client.tally.add_wait(status["data"])
                 break
 
 
@@ -209,6 +270,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=60.0, help="of each phase")
     parser.add_argument("--settle", type=float, default=60.0, help="wait before counting jobs")
     parser.add_argument("--terminate-every", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--hostile", type=int, default=0, metavar="N", help="hostile tasks")
+    parser.add_argument("--slow-sockets", type=int, default=0, metavar="N")
     args = parser.parse_args(argv)
     if min(args.clients, args.seconds) <= 0 or args.settle < 0 or args.terminate_every < 0:
         parser.error("--clients and --seconds must be positive")
@@ -252,13 +315,29 @@ def main(argv: list[str] | None = None) -> int:
         chat_env = {**env, "MODEL_RUNTIME_URL": full.url, "AGENT_MODEL": MODEL}
         manage(chat_env, "migrate", "--no-input")
         key = create_api_key(env, name="load", scopes="model,agent")
-        rows, dropped, errors = [], [], []
+        rows, dropped, errors, p99s = [], [], [], []
         with gunicorn(env, config=None) as server:
             tally, elapsed, drop = load("api.php", server.url, key, args, db_url)
             rows += rows_of("api.php", tally, elapsed)
             dropped += drop
+            if args.slow_sockets:
+                p99s.append(rows[-1][3])
+                stop = threading.Event()
+                port = int(server.url.rsplit(":", 1)[1])
+                holder = threading.Thread(target=slow_sockets, args=(port, args.slow_sockets, stop))
+                holder.start()
+                time.sleep(3)  # the sockets are open
+                tally, elapsed, drop = load("api.php", server.url, key, args, db_url)
+                stop.set()
+                holder.join()
+                rows += rows_of(f"api.php beside {args.slow_sockets} slow sockets", tally, elapsed)
+                p99s.append(rows[-1][3])
             errors += server_errors(server)
         with gunicorn(chat_env, config=None) as server, qcluster(chat_env):
+            hostile = Client(server.url, key, Tally())
+            for index in range(args.hostile):
+                task = {"source": "load", "scope_type": "hostile", "scope_id": index}
+                hostile.call("hostile", "POST", "/agent/job/start", {**task, "task": HOSTILE_TASK})
             tally, elapsed, drop = load("chat", server.url, key, args, db_url)
             rows += rows_of("chat", tally, elapsed)
             dropped += drop
@@ -274,10 +353,22 @@ def main(argv: list[str] | None = None) -> int:
         print("the server's errors:", *errors[-60:] or ["(none logged)"], sep="\n  ")
     print(f"jobs not terminal {args.settle:g} s after the load: {waiting}")
     met = five_xx == 0 and waiting == 0
-    print(
-        f"targets: 5xx {five_xx} (0), jobs not terminal {waiting} (0) -- "
-        + ("met" if met else "MISSED")
-    )
+    targets = f"targets: 5xx {five_xx} (0), jobs not terminal {waiting} (0)"
+    if args.hostile:
+        waits = sorted(tally.waits) or [0.0]
+        print(
+            f"beside {args.hostile} hostile tasks, a chat's wait beyond its model time (s): "
+            f"p50 {percentile(waits, 50):.2f}, p99 {percentile(waits, 99):.2f}, "
+            f"max {waits[-1]:.2f}"
+        )
+        met = met and waits[-1] <= 5
+        targets += f", longest wait {waits[-1]:.2f} s (5)"
+    if args.slow_sockets:
+        ratio = p99s[1] / max(p99s[0], 0.001)
+        print(f"/api.php p99 beside {args.slow_sockets} slow sockets / without: {ratio:.2f}")
+        met = met and ratio <= 2
+        targets += f", p99 ratio {ratio:.2f} (2)"
+    print(f"{targets} -- " + ("met" if met else "MISSED"))
     return 0 if met else 1
 
 

@@ -374,6 +374,9 @@ JOB_REAP_SECONDS = env_float("JOB_REAP_SECONDS", 5.0, minimum=0.1)
 JOB_REWAKE_SECONDS = env_int("JOB_REWAKE_SECONDS", 60, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_CANCEL_POLL_SECONDS = env_float("JOB_CANCEL_POLL_SECONDS", 0.5, minimum=0.05)
+# A stopping worker process lets its running jobs finish for this long, then hands the rest
+# back to the queue (keep it under the supervisor's grace: scripts/run.py waits 10 s).
+JOB_STOP_GRACE = env_float("JOB_STOP_GRACE", 5.0, minimum=0)
 # A tool that only computes (the calculator) is abandoned after TOOL_TIMEOUT_SECONDS; any
 # tool's result is refused past TOOL_MAX_OUTPUT_CHARS characters of JSON (agents/context.py).
 TOOL_TIMEOUT_SECONDS = env_float("TOOL_TIMEOUT_SECONDS", 10.0, minimum=0.1)
