@@ -15,10 +15,11 @@ connection of the service every S seconds during the load (``pg_terminate_backen
 
 Hostile input beside the load:
 
-* ``--hostile N`` starts N tasks whose arithmetic would hold a worker for minutes
-  (``What is (((9**99)**99)**99)**99?``) as the chat phase begins, and prints each chat's
-  wait beyond its own model time (from its start to its end, less its model calls), p50,
-  p99 and max (target: max at most 5 s).
+* ``--hostile N`` runs the chat phase twice, without and then with N tasks whose
+  arithmetic would hold a worker for minutes (``What is (((9**99)**99)**99)**99?``) started
+  as it begins, and prints for each the chats' wait beyond their own model time (from start
+  to end, less the model calls: mostly their time in the queue behind the other clients'),
+  p50, p99 and max (target: the hostile tasks add at most 5 s to the longest).
 * ``--slow-sockets N`` runs the ``/api.php`` phase twice, without and then beside N sockets
   (from 127.0.0.2) that send a request line and one header and then nothing, opened again
   whenever the server closes one; prints both and the ratio of the p99s (target at most 2).
@@ -235,6 +236,13 @@ def load(phase: str, base_url: str, key: str, args, db_url: str) -> tuple[Tally,
     return total, elapsed, dropped
 
 
+def start_hostile_tasks(base_url: str, key: str, count: int) -> None:
+    client = Client(base_url, key, Tally())
+    for index in range(count):
+        task = {"source": "load", "scope_type": "hostile", "scope_id": index}
+        client.call("hostile", "POST", "/agent/job/start", {**task, "task": HOSTILE_TASK})
+
+
 def not_terminal(db_url: str) -> int:
     import psycopg
 
@@ -333,15 +341,16 @@ def main(argv: list[str] | None = None) -> int:
                 rows += rows_of(f"api.php beside {args.slow_sockets} slow sockets", tally, elapsed)
                 p99s.append(rows[-1][3])
             errors += server_errors(server)
+        waits = []  # per chat phase: each chat's wait beyond its model time
         with gunicorn(chat_env, config=None) as server, qcluster(chat_env):
-            hostile = Client(server.url, key, Tally())
-            for index in range(args.hostile):
-                task = {"source": "load", "scope_type": "hostile", "scope_id": index}
-                hostile.call("hostile", "POST", "/agent/job/start", {**task, "task": HOSTILE_TASK})
-            tally, elapsed, drop = load("chat", server.url, key, args, db_url)
-            rows += rows_of("chat", tally, elapsed)
-            dropped += drop
-            time.sleep(args.settle)
+            for hostile in sorted({0, args.hostile}):
+                start_hostile_tasks(server.url, key, hostile)
+                tally, elapsed, drop = load("chat", server.url, key, args, db_url)
+                phase = f"chat beside {hostile} hostile tasks" if hostile else "chat"
+                rows += rows_of(phase, tally, elapsed)
+                dropped += drop
+                waits.append(sorted(tally.waits) or [0.0])
+                time.sleep(args.settle)
             waiting = not_terminal(db_url)
             errors += server_errors(server)
     print(table(["phase", "requests", "p50", "p99", "req/s", "5xx", "other failures"], rows))
@@ -355,14 +364,15 @@ def main(argv: list[str] | None = None) -> int:
     met = five_xx == 0 and waiting == 0
     targets = f"targets: 5xx {five_xx} (0), jobs not terminal {waiting} (0)"
     if args.hostile:
-        waits = sorted(tally.waits) or [0.0]
-        print(
-            f"beside {args.hostile} hostile tasks, a chat's wait beyond its model time (s): "
-            f"p50 {percentile(waits, 50):.2f}, p99 {percentile(waits, 99):.2f}, "
-            f"max {waits[-1]:.2f}"
-        )
-        met = met and waits[-1] <= 5
-        targets += f", longest wait {waits[-1]:.2f} s (5)"
+        for hostile, phase_waits in zip((0, args.hostile), waits, strict=True):
+            print(
+                f"beside {hostile} hostile tasks, a chat's wait beyond its model time (s): "
+                f"p50 {percentile(phase_waits, 50):.2f}, p99 {percentile(phase_waits, 99):.2f}, "
+                f"max {phase_waits[-1]:.2f}"
+            )
+        added = waits[1][-1] - waits[0][-1]
+        met = met and added <= 5
+        targets += f", longest wait added by the hostile tasks {added:.2f} s (5)"
     if args.slow_sockets:
         ratio = p99s[1] / max(p99s[0], 0.001)
         print(f"/api.php p99 beside {args.slow_sockets} slow sockets / without: {ratio:.2f}")

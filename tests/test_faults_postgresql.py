@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from agents.models import Job, JobStatus
@@ -71,13 +72,18 @@ def chat(url: str, key: str, scope_id: str) -> str:
 
 
 def wait_until_finished(url: str, key: str, job_ids: list[str], cluster) -> None:
+    """Waits as long as recovery may take: a chat cut by each of the drops, each time put
+    back once its lease runs out and the reaper runs, plus its runs on a busy machine."""
+    recovery = settings.JOB_LEASE_SECONDS + settings.JOB_REAP_SECONDS
+    timeout = ROUNDS * recovery + 30
+
     def finished() -> bool:
         statuses = [request(url, "GET", f"/agent/job/{j}", key=key) for j in job_ids]
         assert all(status == 200 for status, _ in statuses), statuses
         return all(answer["data"]["status"] == JobStatus.FINISHED for _, answer in statuses)
 
     try:
-        wait_for(finished, timeout=45, what="the chats to finish")
+        wait_for(finished, timeout=timeout, what="the chats to finish")
     except AssertionError:
         print(cluster.output())
         raise
@@ -151,9 +157,11 @@ def test_connections_terminated_under_load_fail_no_request_and_lose_no_job(
     assert "Failed to pull task from broker" not in cluster.output()
 
 
-def test_a_job_whose_connection_is_dropped_mid_run_is_put_back_at_once_and_runs_again(
+def test_a_job_whose_connections_are_dropped_while_the_model_generates_finishes_on_new_ones(
     api_key, runtime
 ):
+    """The job thread holds no connection while it waits on the model; the pool checks the
+    one it hands out next, so the drop costs the job nothing: no failure, no second run."""
     from agents import tasks
     from tests.factories import InThread, make_job
     from tests.runtime_server import Reply
@@ -162,13 +170,9 @@ def test_a_job_whose_connection_is_dropped_mid_run_is_put_back_at_once_and_runs_
     job = make_job(ApiKey.objects.get())
     worker = InThread(tasks.run_job, job.pk)
     wait_for(lambda: runtime.generate_requests(), what="the model call")
-    terminate_every_connection()
-    assert worker.join() == "requeued"  # not failed, and not left to its lease to expire
+    assert terminate_every_connection() > 0
+    assert worker.join() == JobStatus.FINISHED
     job.refresh_from_db()
-    assert (job.status, job.lease_owner, job.attempts) == (JobStatus.QUEUED, "", 1)
-    assert [s.status for s in job.steps.all()] == ["failed"]
-
-    runtime.script = lambda prompt, body: "Second run."
-    assert tasks.run_job(job.pk) == JobStatus.FINISHED
-    job.refresh_from_db()
-    assert (job.final_result["text"], job.attempts) == ("Second run.", 2)
+    assert (job.status, job.lease_owner, job.attempts) == (JobStatus.FINISHED, "", 1)
+    assert job.final_result["text"] == ("word " * 60).strip()
+    assert [s.status for s in job.steps.all()] == ["finished"]
