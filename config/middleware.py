@@ -11,6 +11,7 @@ from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.http import HttpRequest, HttpResponseBase
 from django.middleware import common, security
+from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
@@ -62,6 +63,18 @@ class InlineHooks:
 
     def response_in_thread(self, request: HttpRequest) -> bool:
         return False
+
+
+class ContentLengthMiddleware(InlineHooks, MiddlewareMixin):
+    """The outermost middleware: every answer that is not streamed carries a Content-Length,
+    also an error answer made inside the chain (a host outside ALLOWED_HOSTS is refused by
+    CommonMiddleware before its own hook could add one): an HTTP/1.0 client cannot read a
+    chunked answer."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponseBase):
+        if not response.streaming and not response.has_header("Content-Length"):
+            response.headers["Content-Length"] = str(len(response.content))
+        return response
 
 
 class CommonMiddleware(InlineHooks, common.CommonMiddleware):

@@ -67,6 +67,7 @@ INSTALLED_APPS = [
 # session, CSRF and framing middleware keep Django's own names, which its deployment
 # checks look for.
 MIDDLEWARE = [
+    "config.middleware.ContentLengthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "core.http.BodySizeLimitMiddleware",
     "core.http.AdminUrlGuardMiddleware",
@@ -87,9 +88,9 @@ MIDDLEWARE = [
 # limit. (Django's test client and the WSGI server run the whole chain for every path.)
 STATELESS_PATHS = ("/api.php",)
 STATELESS_MIDDLEWARE = [
+    "config.middleware.ContentLengthMiddleware",
     "config.middleware.SecurityMiddleware",
-    # The host checked against ALLOWED_HOSTS as on every path, and a Content-Length on the
-    # answer (an HTTP/1.0 client cannot read a chunked one).
+    # The host checked against ALLOWED_HOSTS as on every path.
     "config.middleware.CommonMiddleware",
     "core.http.BodySizeLimitMiddleware",
 ]

@@ -153,3 +153,13 @@ def test_refusing_a_key_whose_prefix_is_unknown_compares_a_digest_too(db, monkey
     with pytest.raises(services.InvalidApiKey):
         services.api_key_authenticate(keys.generate().plain)
     assert compared == [1]
+
+
+def test_an_http_1_0_client_refused_for_its_host_gets_a_content_length_too(web):
+    with connect(web) as sock:
+        sock.sendall(b"POST /api.php HTTP/1.0\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n")
+        status, headers, answer = read_answer(sock)
+    assert status == 400
+    assert "transfer-encoding" not in headers
+    assert int(headers["content-length"]) == len(answer)
+    assert json.loads(answer)["error"] == "bad_request"
