@@ -11,7 +11,7 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 
 from agents import services
-from agents.models import AgentProfile, Job, JobStatus, Step
+from agents.models import AgentProfile, IdempotencyKey, Job, JobStatus, Step
 from backoffice.templatetags.backoffice import format_seconds, seconds_between, status_badge
 from core.admin import HistoryAdmin, ServiceAdmin
 from core.exceptions import JobNotCancellable
@@ -215,3 +215,27 @@ class StepAdmin(HistoryAdmin):
     @admin.display(description="output")
     def output_readable(self, obj: Step) -> str:
         return render_to_string("admin/agents/step/readable.html", {"value": obj.output})
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(HistoryAdmin):
+    """The stored answers of requests made with an Idempotency-Key: read only."""
+
+    list_display = ("key", "owner", "method", "path", "status_code", "job_id", "created_at")
+    list_filter = ("method", "status_code", "created_at")
+    search_fields = ("key", "job_id", "owner__username")
+    list_select_related = ("owner",)
+    fields = (
+        "key",
+        "owner",
+        "method",
+        "path",
+        "fingerprint",
+        "status_code",
+        "body",
+        "headers",
+        "job_id",
+        "created_at",
+        "expires_at",
+    )
+    readonly_fields = fields

@@ -210,3 +210,32 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} #{self.index} {self.kind}:{self.name}"
+
+
+class IdempotencyKey(models.Model):
+    """The stored answer of a request made with an ``Idempotency-Key`` (agents/idempotency.py),
+    written in the transaction of the work the request did."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(
+        max_length=64, help_text="SHA-256 of the method, path and canonical JSON body."
+    )
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=300)
+    status_code = models.PositiveSmallIntegerField(default=0)
+    body = models.TextField(blank=True, help_text="The answer's body, as sent.")
+    headers = models.JSONField(default=dict, blank=True)
+    job_id = models.CharField(max_length=40, blank=True, help_text="The job the request made.")
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("-created_at",)
+        constraints = [
+            models.UniqueConstraint(fields=("owner", "key"), name="one_idempotency_key_per_owner")
+        ]
+        indexes = [models.Index(fields=("expires_at",), name="idempotency_expires")]
+
+    def __str__(self) -> str:
+        return self.key

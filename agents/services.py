@@ -21,7 +21,16 @@ from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepStatus
+from agents.models import (
+    ACTIVE,
+    TERMINAL,
+    IdempotencyKey,
+    Job,
+    JobKind,
+    JobStatus,
+    Step,
+    StepStatus,
+)
 from agents.selectors import profile_get
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import JobNotCancellable, TooManyJobs
@@ -385,21 +394,25 @@ def job_after_run(job: Job) -> None:
 
 
 def job_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:
-    """Deletes ended jobs (with their steps) and usage records from before ``older_than``."""
+    """Deletes ended jobs (with their steps) and usage records from before ``older_than``,
+    and the Idempotency-Keys past their ``IDEMPOTENCY_TTL``."""
     from gateway.models import UsageRecord
     from gateway.ratelimit import prune_windows
 
     jobs = Job.objects.filter(status__in=TERMINAL, finished_at__lt=older_than)
     usage = UsageRecord.objects.filter(created_at__lt=older_than)
+    keys = IdempotencyKey.objects.filter(expires_at__lte=timezone.now())
     counts = {
         "jobs": jobs.count(),
         "steps": Step.objects.filter(job__in=jobs).count(),
         "usage_records": usage.count(),
+        "idempotency_keys": keys.count(),
     }
     if not dry_run:
         with transaction.atomic():
             Step.objects.filter(job__in=jobs).delete()
             jobs.delete()
             usage.delete()
+            keys.delete()
             prune_windows(before=timezone.now() - timedelta(minutes=5))
     return counts

@@ -1,8 +1,10 @@
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import selectors, services
+from agents.idempotency import Done, respond
 from agents.serializers import (
     JobCancelResponseSerializer,
     JobStartRequestSerializer,
@@ -10,7 +12,15 @@ from agents.serializers import (
     JobStatusResponseSerializer,
 )
 from core.db import retry_if_dropped_before_commit
-from core.schema import AGENT_KEY, ANY_ENDPOINT, JOB_QUOTA, JSON_BODY, error_responses
+from core.schema import (
+    AGENT_KEY,
+    ANY_ENDPOINT,
+    IDEMPOTENCY_KEY,
+    IDEMPOTENT,
+    JOB_QUOTA,
+    JSON_BODY,
+    error_responses,
+)
 from core.views import AgentAPIView
 
 
@@ -20,6 +30,7 @@ class JobStartView(AgentAPIView):
     @extend_schema(
         operation_id="job_start",
         request=JobStartRequestSerializer,
+        parameters=[IDEMPOTENCY_KEY],
         responses={
             200: JobStartResponseSerializer,
             **error_responses(
@@ -28,12 +39,16 @@ class JobStartView(AgentAPIView):
                 AGENT_KEY,
                 JSON_BODY,
                 JOB_QUOTA,
+                IDEMPOTENT,
                 {400: ("unknown_profile",)},
             ),
         },
         description="Starts a task job. Answers once the job is committed and enqueued.",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
+        return respond(request, lambda: self.start(request))
+
+    def start(self, request: Request) -> Done:
         serializer = JobStartRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fields = serializer.validated_data
@@ -45,7 +60,7 @@ class JobStartView(AgentAPIView):
             task=fields["task"],
             profile_name=fields.get("profile"),
         )
-        return Response(JobStartResponseSerializer(job).data)
+        return Done(Response(JobStartResponseSerializer(job).data), job_id=job.pk)
 
 
 class JobDetailView(AgentAPIView):
@@ -70,12 +85,14 @@ class JobCancelView(AgentAPIView):
     @extend_schema(
         operation_id="job_cancel",
         request=None,
+        parameters=[IDEMPOTENCY_KEY],
         responses={
             200: JobCancelResponseSerializer,
             **error_responses(
                 "JobCancel",
                 ANY_ENDPOINT,
                 AGENT_KEY,
+                IDEMPOTENT,
                 {404: ("job_not_found",), 409: ("job_not_cancellable",)},
             ),
         },
@@ -87,7 +104,11 @@ class JobCancelView(AgentAPIView):
         ),
     )
     @retry_if_dropped_before_commit  # idempotent: a second run finds the status it set
-    def post(self, request: Request, job_id: str) -> Response:
+    def post(self, request: Request, job_id: str) -> HttpResponse:
+        return respond(request, lambda: self.cancel(request, job_id))
+
+    def cancel(self, request: Request, job_id: str) -> Done:
         job = selectors.job_get_for_owner(job_id=job_id, owner_id=request.auth.owner_id)
         status = services.job_cancel(job)
-        return Response(JobCancelResponseSerializer({"job_id": job.pk, "status": status}).data)
+        data = JobCancelResponseSerializer({"job_id": job.pk, "status": status}).data
+        return Done(Response(data))

@@ -62,6 +62,20 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_seconds_list(name: str, default: str) -> list[float]:
+    """Comma-separated non-negative numbers of seconds, at least one."""
+    raw = (os.environ.get(name) or default).strip()
+    try:
+        values = [float(part) for part in raw.split(",")]
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be comma-separated numbers of seconds, got {raw!r}"
+        ) from None
+    if any(not 0 <= value < float("inf") for value in values):
+        raise ImproperlyConfigured(f"{name} must list finite numbers of 0 or more, got {raw!r}")
+    return values
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = (os.environ.get(name) or default).strip()
     if value not in choices:

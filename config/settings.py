@@ -10,7 +10,15 @@ from csp.constants import NONE as CSP_NONE
 from csp.constants import SELF as CSP_SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_seconds_list,
+    env_str,
+)
 from gateway.options import LOAD_OPTIONS  # a plain module: the names of the load options
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -388,6 +396,16 @@ JOB_THREADS = env_int("JOB_THREADS", 4, minimum=1)
 # A task that finds no free job thread this long leaves its job to the reaper (below
 # django-q2's timeout, which would kill a process that only waited).
 JOB_THREAD_WAIT = JOB_TIMEOUT / 2
+
+# --- Integrations (agents/idempotency.py, agents/webhooks/) -------------------------------
+# How long an Idempotency-Key's stored answer is replayed, in seconds (prune removes it after).
+IDEMPOTENCY_TTL = env_int("IDEMPOTENCY_TTL", 24 * 3600, minimum=1)
+# Seconds between a webhook delivery's attempts; after the last, the delivery is failed.
+WEBHOOK_RETRY_SCHEDULE = env_seconds_list(
+    "WEBHOOK_RETRY_SCHEDULE", "5,300,1800,7200,18000,36000,36000"
+)
+# Lifts the webhook URL's address check (loopback, private, ... addresses): development, tests.
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
 
 Q_CLUSTER = {
     "name": env_str("Q_CLUSTER_NAME", "llmgw"),

@@ -1,7 +1,9 @@
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.idempotency import Done, respond
 from conversations import selectors, services
 from conversations.serializers import (
     ChatRequestSerializer,
@@ -10,7 +12,15 @@ from conversations.serializers import (
     ConversationResponseSerializer,
 )
 from core.db import retry_if_dropped_before_commit
-from core.schema import AGENT_KEY, ANY_ENDPOINT, JOB_QUOTA, JSON_BODY, error_responses
+from core.schema import (
+    AGENT_KEY,
+    ANY_ENDPOINT,
+    IDEMPOTENCY_KEY,
+    IDEMPOTENT,
+    JOB_QUOTA,
+    JSON_BODY,
+    error_responses,
+)
 from core.views import AgentAPIView
 
 
@@ -20,10 +30,17 @@ class ChatView(AgentAPIView):
     @extend_schema(
         operation_id="chat_start",
         request=ChatRequestSerializer,
+        parameters=[IDEMPOTENCY_KEY],
         responses={
             200: ChatStartResponseSerializer,
             **error_responses(
-                "Chat", ANY_ENDPOINT, AGENT_KEY, JSON_BODY, JOB_QUOTA, {400: ("unknown_profile",)}
+                "Chat",
+                ANY_ENDPOINT,
+                AGENT_KEY,
+                JSON_BODY,
+                JOB_QUOTA,
+                IDEMPOTENT,
+                {400: ("unknown_profile",)},
             ),
         },
         description=(
@@ -34,7 +51,10 @@ class ChatView(AgentAPIView):
             "A prompt too long for the profile's context window is 400 validation_error."
         ),
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
+        return respond(request, lambda: self.start(request))
+
+    def start(self, request: Request) -> Done:
         serializer = ChatRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fields = serializer.validated_data
@@ -46,7 +66,7 @@ class ChatView(AgentAPIView):
             prompt=fields["prompt"],
             profile_name=fields.get("profile"),
         )
-        return Response(ChatStartResponseSerializer(job).data)
+        return Done(Response(ChatStartResponseSerializer(job).data), job_id=job.pk)
 
 
 class ConversationDetailView(AgentAPIView):

@@ -128,6 +128,42 @@ class JobNotCancellable(DomainError):
         self.status = status
 
 
+class ConversationBusy(DomainError):
+    """A chat asked ``on_busy: reject`` of a conversation with a chat queued or running."""
+
+    def __init__(self, *, conversation_id: str, job_id: str):
+        super().__init__(
+            "The conversation has a chat queued or running; nothing was stored.",
+            details={"conversation_id": conversation_id, "job_id": job_id},
+        )
+
+
+# --- Integrations --------------------------------------------------------------------------
+
+
+class IdempotencyKeyReused(DomainError):
+    def __init__(self, key: str):
+        super().__init__(
+            "This Idempotency-Key was used with another request (method, path or body).",
+            details={"idempotency_key": key},
+        )
+
+
+class IdempotencyInProgress(DomainError):
+    retry_after = 1
+
+    def __init__(self, key: str):
+        super().__init__(
+            "A request with this Idempotency-Key is still being handled; try again.",
+            details={"idempotency_key": key, "retry_after": self.retry_after},
+        )
+
+
+class InvalidWebhookUrl(DomainError):
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"The webhook URL cannot be used: {reason}", details={"webhook": url})
+
+
 # --- The model runtime ---------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@ that operation can answer, as an enum (so a client, and the schema tests, know t
 
 from collections.abc import Iterable
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 
 from core.serializers import ErrorResponseSerializer
@@ -31,6 +31,34 @@ JOB_QUOTA: dict[int, tuple[str, ...]] = {429: ("too_many_jobs",)}
 JSON_BODY: dict[int, tuple[str, ...]] = {
     400: ("invalid_json", "validation_error"),
     415: ("unsupported_media_type",),
+}
+
+# A write that takes an Idempotency-Key (agents/idempotency.py).
+IDEMPOTENT: dict[int, tuple[str, ...]] = {
+    400: ("validation_error",),  # a key that is not 1 to 255 printable ASCII characters
+    409: ("idempotency_in_progress",),  # with Retry-After
+    422: ("idempotency_key_reused",),
+}
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Names this request within the key's owner (1 to 255 printable ASCII characters). A "
+        "repeat with the same key, method, path and JSON body within IDEMPOTENCY_TTL (24 h) "
+        "answers the first answer again, byte for byte, with `Idempotent-Replayed: true`, and "
+        "does nothing else (4xx answers too; 5xx are not stored). Another body: 422 "
+        "`idempotency_key_reused`; the first still being handled: 409 "
+        "`idempotency_in_progress` with Retry-After."
+    ),
+)
+REPLAYED_HEADER = {
+    "Idempotent-Replayed": {
+        "description": "`true` when the answer is the stored answer of an earlier request "
+        "with the same Idempotency-Key.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
 }
 
 
@@ -86,10 +114,18 @@ LINKS: dict[str, dict[str, dict]] = {
 
 
 def add_links(result: dict, generator, request, public) -> dict:
-    """drf-spectacular postprocessing hook: puts :data:`LINKS` on the 200 answers."""
+    """drf-spectacular postprocessing hook: puts :data:`LINKS` on the 200 answers, and the
+    ``Idempotent-Replayed`` header on the answers of operations that take an
+    ``Idempotency-Key``."""
     for methods in result.get("paths", {}).values():
         for operation in methods.values():
             links = LINKS.get(operation.get("operationId"))
             if links:
                 operation["responses"]["200"]["links"] = links
+            idempotent = any(
+                p.get("name") == "Idempotency-Key" for p in operation.get("parameters", ())
+            )
+            if idempotent:
+                for answer in operation["responses"].values():
+                    answer["headers"] = {**answer.get("headers", {}), **REPLAYED_HEADER}
     return result

@@ -75,16 +75,22 @@ def history(key):
 
 
 def test_prune_deletes_ended_jobs_with_their_steps_and_old_usage(history):
-    assert run("prune", "--older-than", "30") == "Deleted: 3 jobs, 3 steps, 2 usage_records"
+    assert (
+        run("prune", "--older-than", "30")
+        == "Deleted: 3 jobs, 3 steps, 2 usage_records, 0 idempotency_keys"
+    )
     assert set(Job.objects.values_list("pk", flat=True)) == {j.pk for j in history["kept"]}
     assert Step.objects.count() == 1
     assert list(UsageRecord.objects.values_list("pk", flat=True)) == [history["new_usage"].pk]
-    assert run("prune", "--older-than", "30") == "Deleted: 0 jobs, 0 steps, 0 usage_records"
+    assert (
+        run("prune", "--older-than", "30")
+        == "Deleted: 0 jobs, 0 steps, 0 usage_records, 0 idempotency_keys"
+    )
 
 
 def test_prune_dry_run_only_counts(history):
     out = run("prune", "--older-than", "30", "--dry-run")
-    assert out == "Would delete: 3 jobs, 3 steps, 2 usage_records"
+    assert out == "Would delete: 3 jobs, 3 steps, 2 usage_records, 0 idempotency_keys"
     assert Job.objects.count() == 6
     assert Step.objects.count() == 4
     assert UsageRecord.objects.count() == 3

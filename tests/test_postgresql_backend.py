@@ -324,3 +324,35 @@ def test_a_write_that_fails_by_itself_is_not_checked_or_run_again():
     with pytest.raises(DataError):
         db.retry_if_dropped_at_commit(bad_write, committed=lambda: calls.append("check"))
     assert calls == ["write"]
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["before", "after the server commit"])
+def test_a_start_with_an_idempotency_key_whose_commit_was_cut_starts_once_and_replays(
+    agent_client, cut_next_commit, committed, monkeypatch, caplog
+):
+    from agents.models import IdempotencyKey
+    from tests.factories import default_profile
+
+    agents = services_agents()
+    woken: list[str] = []
+    monkeypatch.setattr(agents, "_send_wakeup", woken.append)
+    default_profile()
+    body = {"source": "tests", "scope_type": "cut", "scope_id": "1", "task": "t"}
+
+    def start():
+        return agent_client.post(
+            "/agent/job/start", body, format="json", HTTP_IDEMPOTENCY_KEY="cut-1"
+        )
+
+    cut_next_commit(committed=committed)
+    first = start()
+    assert first.status_code == 200, first.content
+    job_id = first.json()["data"]["job_id"]
+    assert list(Job.objects.values_list("pk", flat=True)) == [job_id]
+    assert woken == [job_id]
+    assert IdempotencyKey.objects.get().job_id == job_id
+    assert "checking its commit" in caplog.text
+    again = start()
+    assert again.content == first.content
+    assert again["Idempotent-Replayed"] == "true"
+    assert Job.objects.count() == 1

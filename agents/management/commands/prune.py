@@ -7,7 +7,10 @@ from agents import services
 
 
 class Command(BaseCommand):
-    help = "Deletes ended jobs with their steps, and usage records, older than DAYS."
+    help = (
+        "Deletes ended jobs with their steps, and usage records, older than DAYS, and "
+        "expired Idempotency-Keys."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--older-than", type=int, required=True, metavar="DAYS")
