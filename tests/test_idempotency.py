@@ -1,5 +1,6 @@
 """Idempotency-Key on POST /agent/job/start, /agent/chat and /agent/job/{id}/cancel."""
 
+import io
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.test import APIClient, APIRequestFactory
 
 from agents import idempotency
-from agents.models import IdempotencyKey, Job, JobStatus
+from agents.models import IdempotencyKey, Job
 from conversations.models import Message
 from core.exceptions import NotReady
 from tests.envelope import assert_error
@@ -169,7 +170,7 @@ def test_an_expired_key_names_a_new_request_and_prune_removes_expired_keys(agent
     assert IdempotencyKey.objects.count() == 1
     IdempotencyKey.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     post(agent_client, START, TASK, key="k-2")
-    call_command("prune", "--older-than", "30", stdout=open("/dev/null", "w"))
+    call_command("prune", "--older-than", "30", stdout=io.StringIO())
     assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["k-2"]
 
 
