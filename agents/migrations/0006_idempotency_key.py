@@ -6,33 +6,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0005_default_prompt_example'),
+        ("agents", "0005_default_prompt_example"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='IdempotencyKey',
+            name="IdempotencyKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('fingerprint', models.CharField(help_text='SHA-256 of the method, path and canonical JSON body.', max_length=64)),
-                ('method', models.CharField(max_length=8)),
-                ('path', models.CharField(max_length=300)),
-                ('status_code', models.PositiveSmallIntegerField(default=0)),
-                ('body', models.TextField(blank=True, help_text="The answer's body, as sent.")),
-                ('headers', models.JSONField(blank=True, default=dict)),
-                ('job_id', models.CharField(blank=True, help_text='The job the request made.', max_length=40)),
-                ('created_at', models.DateTimeField()),
-                ('expires_at', models.DateTimeField()),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255)),
+                (
+                    "fingerprint",
+                    models.CharField(
+                        help_text="SHA-256 of the method, path and canonical JSON body.",
+                        max_length=64,
+                    ),
+                ),
+                ("method", models.CharField(max_length=8)),
+                ("path", models.CharField(max_length=300)),
+                ("status_code", models.PositiveSmallIntegerField(default=0)),
+                ("body", models.TextField(blank=True, help_text="The answer's body, as sent.")),
+                ("headers", models.JSONField(blank=True, default=dict)),
+                (
+                    "job_id",
+                    models.CharField(
+                        blank=True, help_text="The job the request made.", max_length=40
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                ("expires_at", models.DateTimeField()),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ('-created_at',),
-                'indexes': [models.Index(fields=['expires_at'], name='idempotency_expires')],
-                'constraints': [models.UniqueConstraint(fields=('owner', 'key'), name='one_idempotency_key_per_owner')],
+                "ordering": ("-created_at",),
+                "indexes": [models.Index(fields=["expires_at"], name="idempotency_expires")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("owner", "key"), name="one_idempotency_key_per_owner"
+                    )
+                ],
             },
         ),
     ]
