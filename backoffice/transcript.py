@@ -10,7 +10,7 @@ it showed (``window_start`` up to its own message) and the older ones it retriev
 from collections import defaultdict
 from typing import Any
 
-from agents.models import Step, StepKind
+from agents.models import JobStatus, Step, StepKind
 from conversations.models import Conversation, Message, Role
 
 MESSAGES_SHOWN = 200
@@ -28,7 +28,7 @@ def transcript(conversation: Conversation, *, limit: int = MESSAGES_SHOWN) -> di
     messages = list(
         Message.objects.filter(conversation=conversation)
         .order_by("-seq")
-        .values("pk", "seq", "role", "content", "created_at", "job_id")[:limit]
+        .values("pk", "seq", "role", "content", "created_at", "job_id", "job__status")[:limit]
     )[::-1]
     own_seq = {m["job_id"]: m["seq"] for m in messages if m["job_id"] and m["role"] == Role.USER}
     steps = (
@@ -41,6 +41,11 @@ def transcript(conversation: Conversation, *, limit: int = MESSAGES_SHOWN) -> di
         for seq in _used_seqs(step["output"] or {}, own_seq[step["job_id"]]):
             used_by[seq].append(step)
     for message in messages:
+        # A question whose chat ended without a reply (interrupted, cancelled or failed).
+        message["unanswered"] = message["role"] == Role.USER and message["job__status"] in (
+            JobStatus.CANCELLED,
+            JobStatus.FAILED,
+        )
         users = used_by.get(message["seq"], [])
         message["context_steps"] = users[:STEPS_PER_MESSAGE]
         message["more_context_steps"] = max(0, len(users) - STEPS_PER_MESSAGE)

@@ -55,6 +55,14 @@ class Role(models.TextChoices):
     SYSTEM = "system"
 
 
+class OnBusy(models.TextChoices):
+    """What ``POST /agent/chat`` does when the conversation has a chat queued or running."""
+
+    ENQUEUE = "enqueue", "Wait for it (in arrival order)"
+    REJECT = "reject", "Refuse (409 conversation_busy), storing nothing"
+    INTERRUPT = "interrupt", "Cancel it, then run"
+
+
 class Message(models.Model):
     """One message of a conversation. ``seq`` orders a conversation's messages (1, 2, ...).
 

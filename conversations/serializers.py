@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from agents.serializers import JobStartDataSerializer, ScopedRequestSerializer
-from conversations.models import Role
+from conversations.models import OnBusy, Role
 from core.fields import ConstantField, IsoDateTimeField, LimitedTextField
 
 PAGE_LIMIT_MAX = 1000
@@ -12,6 +12,13 @@ class ChatRequestSerializer(ScopedRequestSerializer):
         limit_setting="AGENT_PROMPT_MAX_CHARS",
         help_text="At most AGENT_PROMPT_MAX_CHARS characters (32,000 by default): "
         "413 payload_too_large with details.max_chars past it.",
+    )
+    on_busy = serializers.ChoiceField(
+        choices=OnBusy.choices,
+        default=OnBusy.ENQUEUE,
+        help_text="When the conversation has a chat queued or running: `enqueue` (wait for "
+        "it), `reject` (409 conversation_busy, nothing stored) or `interrupt` (cancel it as "
+        "a cancel would, then run; its user message stays, unanswered).",
     )
 
 

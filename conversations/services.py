@@ -20,13 +20,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents import services as jobs
-from agents.models import ACTIVE, AgentProfile, Job, JobKind
+from agents.models import ACTIVE, AgentProfile, Job, JobKind, JobStatus
 from agents.selectors import profile_get
 from conversations import tokens
 from conversations.context import message_limit
-from conversations.models import Conversation, Message, Role
+from conversations.models import Conversation, Message, OnBusy, Role
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
-from core.exceptions import InvalidInput
+from core.exceptions import ConversationBusy, InvalidInput
 from core.ids import new_job_id
 
 
@@ -75,6 +75,7 @@ def chat_request(
     scope_id: str,
     prompt: str,
     profile_name: str | None,
+    on_busy: str = OnBusy.ENQUEUE,
 ) -> tuple[Conversation, Job]:
     """A chat as the API asks for it: the profile (:class:`UnknownProfile`), the prompt's
     size against the profile's window (:class:`InvalidInput`), then :func:`chat_start`. A
@@ -108,6 +109,7 @@ def chat_request(
             prompt_tokens=prompt_tokens,
             profile=profile,
             job_id=job_id,
+            on_busy=on_busy,
         )
         return conversation, job
 
@@ -129,10 +131,12 @@ def chat_start(
     prompt_tokens: int,
     profile: AgentProfile,
     job_id: str | None = None,
+    on_busy: str = OnBusy.ENQUEUE,
 ) -> tuple[Conversation, Job, Message]:
     """Stores the user's message and its chat job in one transaction; the job is woken
     once it commits. The seqs are taken before the job is created, so that the order of
-    the chat jobs (their ``created_at``) is the order of their messages."""
+    the chat jobs (their ``created_at``) is the order of their messages. ``on_busy`` says
+    what to do when the conversation has a chat queued or running (:func:`_when_busy`)."""
     conversation = conversation_get_or_create(
         owner_id=api_key.owner_id,
         source=source,
@@ -140,6 +144,8 @@ def chat_start(
         scope_id=scope_id,
         profile=profile,
     )
+    if on_busy != OnBusy.ENQUEUE:
+        _when_busy(conversation, on_busy=on_busy)
     seq = _take_seqs(conversation.pk, seqs=2, messages=1, profile=profile)
     job = jobs.job_create(
         api_key=api_key,
@@ -160,6 +166,26 @@ def chat_start(
         job=job,
     )
     return conversation, job, message
+
+
+def _when_busy(conversation: Conversation, *, on_busy: str) -> None:
+    """``reject``: :class:`ConversationBusy` if a chat of the conversation is queued or
+    running (nothing is stored). ``interrupt``: those chats are cancelled as a cancel would
+    (a running one stops at its worker's next check; its user message stays, unanswered),
+    and the new chat runs after them. The conversation's row is locked first, so that two
+    such chats decide one after the other."""
+    Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+    busy = list(
+        Job.objects.filter(
+            conversation=conversation, kind=JobKind.CHAT, status__in=(JobStatus.QUEUED, *ACTIVE)
+        ).order_by("created_at")
+    )
+    if not busy:
+        return
+    if on_busy == OnBusy.REJECT:
+        raise ConversationBusy(conversation_id=conversation.pk, job_id=busy[0].pk)
+    for job in busy:
+        jobs.job_cancel(job)
 
 
 def message_store_reply(*, job: Job, token: str, content: str, token_estimate: int) -> Message:

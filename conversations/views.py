@@ -40,7 +40,7 @@ class ChatView(AgentAPIView):
                 JSON_BODY,
                 JOB_QUOTA,
                 IDEMPOTENT,
-                {400: ("unknown_profile",)},
+                {400: ("unknown_profile",), 409: ("conversation_busy",)},
             ),
         },
         description=(
@@ -48,7 +48,8 @@ class ChatView(AgentAPIView):
             "scope_id), created on first use. The user's message is stored with the job; "
             "the reply is the job's `final_result.message` and is stored in the "
             "conversation. Chats of one conversation run one at a time, in arrival order. "
-            "A prompt too long for the profile's context window is 400 validation_error."
+            "A prompt too long for the profile's context window is 400 validation_error. "
+            "`on_busy` says what happens when the conversation has a chat queued or running."
         ),
     )
     def post(self, request: Request) -> HttpResponse:
@@ -65,6 +66,7 @@ class ChatView(AgentAPIView):
             scope_id=fields["scope_id"],
             prompt=fields["prompt"],
             profile_name=fields.get("profile"),
+            on_busy=fields["on_busy"],
         )
         return Done(Response(ChatStartResponseSerializer(job).data), job_id=job.pk)
 

@@ -1,14 +1,15 @@
 """Factories of the agents' models for tests."""
 
+import contextlib
 import importlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import ACTIVE, TERMINAL, AgentProfile, Job, JobKind, JobStatus
@@ -103,3 +104,36 @@ class InThread:
         if self.error is not None:
             raise self.error
         return self.result
+
+
+@contextlib.contextmanager
+def key_in_flight(owner_id: int, key: str) -> Iterator[None]:
+    """An Idempotency-Key held by a request still in its transaction (another connection,
+    which inserted the key's row and has not committed); rolled back at the end."""
+    from agents.models import IdempotencyKey
+
+    inserted, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with transaction.atomic():
+            now = timezone.now()
+            IdempotencyKey.objects.create(
+                owner_id=owner_id,
+                key=key,
+                fingerprint="",
+                method="POST",
+                path="/",
+                created_at=now,
+                expires_at=now,
+            )
+            inserted.set()
+            done.wait(30)
+            transaction.set_rollback(True)
+
+    holder = InThread(hold)
+    try:
+        assert inserted.wait(10), "the key was not inserted"
+        yield
+    finally:
+        done.set()
+        holder.join()
