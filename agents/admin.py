@@ -12,6 +12,7 @@ from django.utils.text import Truncator
 
 from agents import services
 from agents.models import AgentProfile, IdempotencyKey, Job, JobStatus, Step
+from agents.webhook_admin import WebhookDeliveryInline
 from backoffice.templatetags.backoffice import format_seconds, seconds_between, status_badge
 from core.admin import HistoryAdmin, ServiceAdmin
 from core.exceptions import JobNotCancellable
@@ -56,7 +57,20 @@ class JobAdmin(ServiceAdmin):
     change_form_template = "admin/agents/job/change_form.html"
     fieldsets = (
         (None, {"fields": ("id", "status_colour", "kind", "owner", "key_link", "profile")}),
-        ("Work", {"fields": ("source", "scope_type", "scope_id", "conversation_link", "task")}),
+        (
+            "Work",
+            {
+                "fields": (
+                    "source",
+                    "scope_type",
+                    "scope_id",
+                    "conversation_link",
+                    "task",
+                    "webhook",
+                    "webhook_events",
+                )
+            },
+        ),
         ("Outcome", {"fields": ("final_result_readable", "error", "duration")}),
         ("Steps", {"fields": ("timeline",)}),
         (
@@ -79,6 +93,7 @@ class JobAdmin(ServiceAdmin):
     )
     readonly_fields = tuple(name for _, opts in fieldsets for name in opts["fields"])
     actions = ("cancel_selected",)
+    inlines = (WebhookDeliveryInline,)
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -123,6 +123,8 @@ class Job(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    webhook = models.CharField(max_length=2000, blank=True, help_text="Where events are sent.")
+    webhook_events = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ("-created_at",)
@@ -239,3 +241,11 @@ class IdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+# The webhooks' tables (agents/webhook_models.py); imported here so that Django finds them.
+from agents.webhook_models import (  # noqa: E402, F401
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookSecret,
+)

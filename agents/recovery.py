@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agents import webhooks
 from agents.models import ACTIVE, Job, JobKind, JobStatus, Step, StepStatus
 from agents.services import job_after_run, job_enqueue
 
@@ -68,6 +69,8 @@ def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
     if outcome == "requeued":
         transaction.on_commit(lambda: job_enqueue(job.pk))
     else:
+        job.status = outcome
+        webhooks.webhook_emit(job, outcome)
         job_after_run(job)
     return outcome
 

@@ -2,6 +2,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agents import webhook_client, webhooks
 from agents.models import JobKind, JobStatus, StepKind, StepStatus
 from agents.selectors import truncate
 from core.fields import (
@@ -19,6 +20,30 @@ class ScopedRequestSerializer(CheckedBodyMixin, RejectUnknownFieldsMixin, serial
     scope_type = StrictCharField(max_length=100)
     scope_id = StringOrIntegerField(max_length=200)
     profile = StrictCharField(max_length=50, required=False)
+    webhook = StrictCharField(
+        max_length=2000,
+        required=False,
+        help_text="An absolute http(s) URL that receives the job's events, signed per "
+        "Standard Webhooks with the owner's secret (GET /agent/webhooks/secret). A host that "
+        "is or resolves to a loopback, private, link-local, multicast or reserved address: "
+        "400 invalid_webhook_url.",
+    )
+    webhook_events = serializers.ListField(
+        child=serializers.ChoiceField(choices=webhooks.EVENTS),
+        required=False,
+        allow_empty=False,
+        max_length=len(webhooks.EVENTS),
+        help_text="Which events to send (default: finished, failed, cancelled). Each is a "
+        'POST of {"type": "job.<event>", "timestamp", "data"}, data being what GET '
+        "/agent/job/{id} shows then (the step, for job.step).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "webhook_events" in attrs and "webhook" not in attrs:
+            raise serializers.ValidationError({"webhook_events": ["Only with a webhook."]})
+        if "webhook" in attrs:
+            webhook_client.check_url(attrs["webhook"])  # InvalidWebhookUrl: 400
+        return attrs
 
 
 class JobStartRequestSerializer(ScopedRequestSerializer):
@@ -106,3 +131,16 @@ class JobDataSerializer(serializers.Serializer):
 class JobStatusResponseSerializer(serializers.Serializer):
     ok = ConstantField(True)
     data = JobDataSerializer(source="*")
+
+
+class WebhookSecretDataSerializer(serializers.Serializer):
+    secret = serializers.CharField(help_text="`whsec_` + base64: verify webhooks with it.")
+    previous_secret_signs_until = IsoDateTimeField(
+        allow_null=True,
+        help_text="After a rotation, the previous secret signs too until then (24 h).",
+    )
+
+
+class WebhookSecretResponseSerializer(serializers.Serializer):
+    ok = ConstantField(True)
+    data = WebhookSecretDataSerializer(source="*")

@@ -21,6 +21,7 @@ from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agents import webhooks
 from agents.models import (
     ACTIVE,
     TERMINAL,
@@ -105,9 +106,12 @@ def job_create(
     task: str = "",
     conversation=None,
     job_id: str | None = None,
+    webhook: str = "",
+    webhook_events: list[str] | None = None,
 ) -> Job:
     """Creates a queued job; its wake-up is sent once the transaction commits. ``job_id``
     is the id chosen beforehand by a caller that must be able to find the job again.
+    ``webhook`` receives the job's ``webhook_events`` (default: the terminal ones).
     Raises :class:`TooManyJobs` when the key has ``max_active_jobs`` queued or running."""
     _require_room_for_a_job(api_key)
     job = Job.objects.create(
@@ -123,6 +127,8 @@ def job_create(
         conversation=conversation,
         # Stamped here rather than by job_enqueue: one write (and commit) less per start.
         enqueued_at=timezone.now(),
+        webhook=webhook,
+        webhook_events=list(webhook_events or webhooks.DEFAULT_EVENTS) if webhook else [],
     )
     transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job
@@ -138,7 +144,15 @@ def job_committed(job_id: str) -> Job | None:
 
 
 def task_start(
-    *, api_key, source: str, scope_type: str, scope_id: str, task: str, profile_name: str | None
+    *,
+    api_key,
+    source: str,
+    scope_type: str,
+    scope_id: str,
+    task: str,
+    profile_name: str | None,
+    webhook: str = "",
+    webhook_events: list[str] | None = None,
 ) -> Job:
     """Starts a task job with the named profile (the default when None). Returns once the
     job is committed and its wake-up sent: the transaction ends before the return. A
@@ -157,6 +171,8 @@ def task_start(
                 task=task,
                 profile=profile,
                 job_id=job_id,
+                webhook=webhook,
+                webhook_events=webhook_events,
             )
 
     return retry_if_dropped_at_commit(start, committed=lambda: job_committed(job_id))
@@ -199,6 +215,8 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
                 started_at=Coalesce(F("started_at"), now),
                 attempts=F("attempts") + 1,
             )
+            if claimed and webhooks.wants(job, "running"):
+                webhooks.webhook_emit(job, "running")
     except IntegrityError:
         return None  # another chat of this conversation is running
     if not claimed:
@@ -274,15 +292,19 @@ def step_start(
     now = timezone.now()
     over = {"status": StepStatus.FINISHED, "finished_at": now, "elapsed": 0.0} if finished else {}
     try:
-        return Step.objects.create(
-            job=job,
-            index=0 if index is None else index + 1,
-            kind=kind,
-            name=name,
-            input=input or {},
-            started_at=now,
-            **over,
-        )
+        with transaction.atomic():
+            step = Step.objects.create(
+                job=job,
+                index=0 if index is None else index + 1,
+                kind=kind,
+                name=name,
+                input=input or {},
+                started_at=now,
+                **over,
+            )
+            if finished:
+                webhooks.webhook_emit(job, "step", step=step)
+            return step
     except IntegrityError as exc:  # another worker wrote this index: we lost the job
         raise LeaseLost(job.pk) from exc
 
@@ -292,10 +314,18 @@ def step_finish(
 ) -> None:
     now = timezone.now()
     elapsed = round((now - step.started_at).total_seconds(), 3)
-    Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
-        status=status, output=output or {}, finished_at=now, elapsed=elapsed
-    )
-    step.status, step.output, step.finished_at, step.elapsed = status, output or {}, now, elapsed
+    with transaction.atomic():
+        ended = Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
+            status=status, output=output or {}, finished_at=now, elapsed=elapsed
+        )
+        step.status, step.output, step.finished_at, step.elapsed = (
+            status,
+            output or {},
+            now,
+            elapsed,
+        )
+        if ended:
+            webhooks.webhook_emit(step.job, "step", step=step)
 
 
 # --- Ending ------------------------------------------------------------------------------
@@ -303,12 +333,14 @@ def step_finish(
 
 def _end(job: Job, *, token: str, status: str, from_statuses, **fields) -> bool:
     now = timezone.now()
-    ended = Job.objects.filter(pk=job.pk, lease_owner=token, status__in=from_statuses).update(
-        status=status, finished_at=now, lease_owner="", lease_expires_at=None, **fields
-    )
-    if ended:
-        job.status, job.finished_at = status, now
-        _end_open_steps(job)
+    with transaction.atomic():
+        ended = Job.objects.filter(pk=job.pk, lease_owner=token, status__in=from_statuses).update(
+            status=status, finished_at=now, lease_owner="", lease_expires_at=None, **fields
+        )
+        if ended:
+            job.status, job.finished_at = status, now
+            _end_open_steps(job)
+            webhooks.webhook_emit(job, status)
     return bool(ended)
 
 
@@ -357,11 +389,14 @@ def job_cancel(job: Job) -> str:
         if job.status in (JobStatus.FINISHED, JobStatus.FAILED):
             raise JobNotCancellable(job_id=job.pk, status=job.status)
         if job.status == JobStatus.QUEUED:
-            changed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-                status=JobStatus.CANCELLED, cancel_requested_at=now, finished_at=now
-            )
+            with transaction.atomic():
+                changed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+                    status=JobStatus.CANCELLED, cancel_requested_at=now, finished_at=now
+                )
+                if changed:
+                    job.status = JobStatus.CANCELLED
+                    webhooks.webhook_emit(job, JobStatus.CANCELLED)
             if changed:
-                job.status = JobStatus.CANCELLED
                 _wake_next_chat(job)
                 return job.status
         elif Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(

@@ -5,7 +5,7 @@ closes only those that fail a health check, which ``config.postgresql`` skips fo
 connection used a moment ago.
 """
 
-from agents import jobthreads, recovery
+from agents import deliverythreads, jobthreads, recovery
 from core.db import close_dropped_connections
 
 
@@ -17,3 +17,8 @@ def run_job(job_id: str) -> str:
 def reap_jobs() -> dict[str, int]:
     close_dropped_connections()
     return recovery.job_reap()
+
+
+def deliver_webhook(delivery_id: str) -> str:
+    close_dropped_connections()
+    return deliverythreads.dispatch(delivery_id)

@@ -3,13 +3,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import selectors, services
+from agents import selectors, services, webhooks
 from agents.idempotency import Done, respond
 from agents.serializers import (
     JobCancelResponseSerializer,
     JobStartRequestSerializer,
     JobStartResponseSerializer,
     JobStatusResponseSerializer,
+    WebhookSecretResponseSerializer,
 )
 from core.db import retry_if_dropped_before_commit
 from core.schema import (
@@ -40,7 +41,7 @@ class JobStartView(AgentAPIView):
                 JSON_BODY,
                 JOB_QUOTA,
                 IDEMPOTENT,
-                {400: ("unknown_profile",)},
+                {400: ("unknown_profile", "invalid_webhook_url")},
             ),
         },
         description="Starts a task job. Answers once the job is committed and enqueued.",
@@ -59,6 +60,8 @@ class JobStartView(AgentAPIView):
             scope_id=fields["scope_id"],
             task=fields["task"],
             profile_name=fields.get("profile"),
+            webhook=fields.get("webhook", ""),
+            webhook_events=fields.get("webhook_events"),
         )
         return Done(Response(JobStartResponseSerializer(job).data), job_id=job.pk)
 
@@ -112,3 +115,43 @@ class JobCancelView(AgentAPIView):
         status = services.job_cancel(job)
         data = JobCancelResponseSerializer({"job_id": job.pk, "status": status}).data
         return Done(Response(data))
+
+
+class WebhookSecretView(AgentAPIView):
+    http_method_names = ["get"]
+
+    @extend_schema(
+        operation_id="webhook_secret",
+        responses={
+            200: WebhookSecretResponseSerializer,
+            **error_responses("WebhookSecret", ANY_ENDPOINT, AGENT_KEY),
+        },
+        description=(
+            "The key owner's webhook signing secret (`whsec_` + base64), created on first "
+            "use. Webhooks carry `webhook-id`, `webhook-timestamp` and `webhook-signature` "
+            "(Standard Webhooks): verify them with any Standard Webhooks library."
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        row = webhooks.secret_get(owner_id=request.auth.owner_id)
+        return Response(WebhookSecretResponseSerializer(webhooks.secret_view(row)).data)
+
+
+class WebhookSecretRotateView(AgentAPIView):
+    http_method_names = ["post"]
+
+    @extend_schema(
+        operation_id="webhook_secret_rotate",
+        request=None,
+        responses={
+            200: WebhookSecretResponseSerializer,
+            **error_responses("WebhookSecretRotate", ANY_ENDPOINT, AGENT_KEY),
+        },
+        description=(
+            "A new signing secret. For 24 h the previous one signs too: `webhook-signature` "
+            "then carries both signatures, space-separated."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        row = webhooks.secret_rotate(owner_id=request.auth.owner_id)
+        return Response(WebhookSecretResponseSerializer(webhooks.secret_view(row)).data)

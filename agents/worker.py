@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from django.conf import settings
 from django.db import DatabaseError, connections
 
-from agents import recovery, services
+from agents import recovery, services, webhooks
 from core.db import release_pooled_connections
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,9 @@ def reap() -> None:
     counts = recovery.job_reap()
     if any(counts.values()):
         logger.info("Reaper: %s", counts)
+    sent = webhooks.webhook_sweep()
+    if sent:
+        logger.info("Webhook sweep: %d delivery task(s) sent", sent)
 
 
 def _loop() -> None:

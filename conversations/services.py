@@ -76,6 +76,8 @@ def chat_request(
     prompt: str,
     profile_name: str | None,
     on_busy: str = OnBusy.ENQUEUE,
+    webhook: str = "",
+    webhook_events: list[str] | None = None,
 ) -> tuple[Conversation, Job]:
     """A chat as the API asks for it: the profile (:class:`UnknownProfile`), the prompt's
     size against the profile's window (:class:`InvalidInput`), then :func:`chat_start`. A
@@ -110,6 +112,8 @@ def chat_request(
             profile=profile,
             job_id=job_id,
             on_busy=on_busy,
+            webhook=webhook,
+            webhook_events=webhook_events,
         )
         return conversation, job
 
@@ -132,6 +136,8 @@ def chat_start(
     profile: AgentProfile,
     job_id: str | None = None,
     on_busy: str = OnBusy.ENQUEUE,
+    webhook: str = "",
+    webhook_events: list[str] | None = None,
 ) -> tuple[Conversation, Job, Message]:
     """Stores the user's message and its chat job in one transaction; the job is woken
     once it commits. The seqs are taken before the job is created, so that the order of
@@ -156,6 +162,8 @@ def chat_start(
         profile=profile,
         conversation=conversation,
         job_id=job_id,
+        webhook=webhook,
+        webhook_events=webhook_events,
     )
     message = Message.objects.create(
         conversation=conversation,

@@ -40,7 +40,7 @@ class ChatView(AgentAPIView):
                 JSON_BODY,
                 JOB_QUOTA,
                 IDEMPOTENT,
-                {400: ("unknown_profile",), 409: ("conversation_busy",)},
+                {400: ("unknown_profile", "invalid_webhook_url"), 409: ("conversation_busy",)},
             ),
         },
         description=(
@@ -67,6 +67,8 @@ class ChatView(AgentAPIView):
             prompt=fields["prompt"],
             profile_name=fields.get("profile"),
             on_busy=fields["on_busy"],
+            webhook=fields.get("webhook", ""),
+            webhook_events=fields.get("webhook_events"),
         )
         return Done(Response(ChatStartResponseSerializer(job).data), job_id=job.pk)
 

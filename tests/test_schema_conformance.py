@@ -190,6 +190,8 @@ def test_job_start_answers_as_documented(check, make_key, api_client, small_bodi
     ok(again, 422, "idempotency_key_reused")
     bad_key = {"HTTP_IDEMPOTENCY_KEY": ""}
     ok(client.post("/agent/job/start", fields, format="json", **bad_key), 400)
+    private = {**fields, "webhook": "http://127.0.0.1/hook"}
+    ok(client.post("/agent/job/start", private, format="json"), 400, "invalid_webhook_url")
     ok.only_on_postgresql = {"409"}
     if connection.vendor == "postgresql":
         monkeypatch.setattr(idempotency, "WAIT_SECONDS", 0.2)
@@ -289,9 +291,39 @@ def test_chat_answers_as_documented(check, runtime, make_key, api_client, small_
     ok(busy, 429, "too_many_jobs")
     refused = client.post("/agent/chat", {**fields, "on_busy": "reject"}, format="json")
     ok(refused, 409, "conversation_busy")
+    private = {**fields, "webhook": "http://10.0.0.1/hook"}
+    ok(client.post("/agent/chat", private, format="json"), 400, "invalid_webhook_url")
     key = {"HTTP_IDEMPOTENCY_KEY": "k"}
     ok(client.post("/agent/chat", {**fields, "scope_id": "k"}, format="json", **key), 200)
     ok(client.post("/agent/chat", fields, format="json", **key), 422, "idempotency_key_reused")
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "limit"),
+    [
+        ("/agent/webhooks/secret", "get", "agent_reads_per_minute"),
+        ("/agent/webhooks/secret/rotate", "post", "agent_starts_per_minute"),
+    ],
+)
+def test_the_webhook_secret_answers_as_documented(
+    check, make_key, api_client, small_bodies, path, method, limit
+):
+    ok = check(path, method)
+    _, plain = make_key()
+    _, model_only = make_key(name="model-only", scopes=["model"])
+    client = bearer(plain)
+
+    body = ok(getattr(client, method)(path), 200)
+    assert body["data"]["secret"].startswith("whsec_")
+    ok(getattr(api_client, method)(path), 401, "invalid_api_key")
+    ok(getattr(bearer(model_only), method)(path), 403, "forbidden")
+    other = "post" if method == "get" else "get"
+    assert_error(getattr(client, other)(path), 405, "method_not_allowed")
+    big = client.generic(method.upper(), path, small_bodies, content_type="application/json")
+    ok(big, 413, "payload_too_large")
+    one_a_minute = bearer(make_key(name="slow", **{limit: 1})[1])
+    getattr(one_a_minute, method)(path)
+    ok(getattr(one_a_minute, method)(path), 429, "rate_limited")
 
 
 def test_conversation_answers_as_documented(check, make_key, api_client, small_bodies):
