@@ -30,6 +30,7 @@ ONLY_ON = {
         "test_postgresql_pool.py",
         "test_faults.py",
         "test_faults_postgresql.py",
+        "test_webhook_faults.py",
     ),
     "sqlite": ("test_faults_sqlite.py",),
 }
