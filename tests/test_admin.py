@@ -74,7 +74,27 @@ FACTORIES: dict[str, Callable[[], models.Model]] = {
     "django_q.Success": lambda: _task(success=True),
     "django_q.Failure": lambda: _task(success=False),
     "django_q.OrmQ": _queued_task,
+    "agents.WebhookDelivery": lambda: _delivery(),
 }
+
+
+def _delivery() -> models.Model:
+    from agents.models import WebhookDelivery
+    from tests.factories import make_job
+
+    key = services.api_key_create(name=f"key-{next(_serial)}", rate_limit_per_minute=0)[0]
+    job = make_job(key)
+    now = timezone.now()
+    return WebhookDelivery.objects.create(
+        id=f"msg_smoke{next(_serial)}",
+        job=job,
+        owner_id=job.owner_id,
+        event="job.finished",
+        url="https://example.com/hook",
+        body="{}",
+        created_at=now,
+        next_attempt_at=now,
+    )
 
 
 def _value_for(field: models.Field) -> object:
