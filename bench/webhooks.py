@@ -1,0 +1,224 @@
+"""Webhooks under load: jobs with a webhook to a local receiver, beside an earlier commit.
+
+    .venv/bin/python bench/webhooks.py --base REV [--jobs 1000] [--rounds 2]
+
+On PostgreSQL, three services, each on a database of its own, in front of the same loopback
+model runtime (it answers at once): the commit REV (checked out in a temporary git
+worktree), this tree, and this tree with a ``webhook`` on every job (its default events:
+the terminal ones), to a receiver in this process. For each, ``--jobs`` jobs are
+started through the API with the cluster stopped, then a qcluster (2 workers, 4 job threads
+each) drains them: jobs/s from the first claim to the last finish (the Job rows' own
+timestamps). With webhooks, the receiver notes when each ``job.finished`` arrives: the
+delivery latency is that moment minus the job's ``finished_at``, p50 and p99, and the run
+waits until every event arrived (de-duplicated on ``webhook-id``). "backlog" is the drain's
+jobs (their deliveries' tasks queue behind the wake-ups of the jobs still waiting), "paced"
+is ``--paced`` jobs started 5/s on the idle cluster afterwards. The rounds go back and
+forth between the three, so that the shared machine's slow spells fall on all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    MODEL,
+    PROJECT_DIR,
+    create_api_key,
+    gunicorn,
+    manage,
+    percentile,
+    postgres_database,
+    runtime_process,
+    service_env,
+    table,
+    temp_dir,
+)
+from bench.jobs import qcluster
+from tests.webhook_receiver import WebhookReceiver
+
+BODY = {"source": "bench", "scope_type": "run", "scope_id": 1, "task": "Say hi."}
+
+
+def start_jobs(base_url: str, key: str, count: int, webhook: str | None) -> list[str]:
+    parts = urlsplit(base_url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    body = json.dumps({**BODY, **({"webhook": webhook} if webhook else {})})
+    ids = []
+    for _ in range(count):
+        conn.request("POST", "/agent/job/start", body, headers)
+        response = conn.getresponse()
+        data = json.loads(response.read())
+        if response.status != 200:
+            raise RuntimeError(f"start answered {response.status}: {data}")
+        ids.append(data["data"]["job_id"])
+    conn.close()
+    return ids
+
+
+def job_times(db_url: str) -> dict[str, tuple]:
+    import psycopg
+
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT id, status, started_at, finished_at FROM agents_job").fetchall()
+    return {row[0]: row[1:] for row in rows}
+
+
+def wait_until(condition, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def latencies(receiver: WebhookReceiver, ids: list[str], times: dict[str, tuple]) -> list[float]:
+    """Seconds from each job's ``finished_at`` to the first arrival of its event."""
+    first: dict[str, float] = {}
+    for got in receiver.received:
+        first.setdefault(json.loads(got.body)["data"]["job_id"], got.at)
+    return sorted(first[i] - times[i][2].timestamp() for i in ids)
+
+
+def all_arrived(receiver: WebhookReceiver, count: int) -> bool:
+    return len({r.headers["webhook-id"] for r in receiver.received}) >= count
+
+
+def run(
+    tree: Path, runtime_url: str, jobs: int, receiver: WebhookReceiver | None, paced: int
+) -> dict:
+    """One service of ``tree``: start the jobs, drain them, return its figures; with a
+    receiver, then ``paced`` jobs more, one at a time, on the idle cluster."""
+    with contextlib.ExitStack() as stack:
+        db_url = stack.enter_context(postgres_database())
+        env = service_env(
+            db_url,
+            runtime_url=runtime_url,
+            var_dir=stack.enter_context(temp_dir()),
+            tree=tree,
+            Q_WORKERS=2,
+            AGENT_MODEL=MODEL,
+            EMBEDDING_BACKEND="none",
+            WEBHOOK_ALLOW_PRIVATE=1,
+        )
+        manage(env, "migrate", "--no-input")
+        key = create_api_key(env, name="bench", scopes="agent")
+        server = stack.enter_context(gunicorn(env))
+        if receiver is not None:
+            receiver.received.clear()
+        webhook = receiver.url if receiver is not None else None
+        ids = start_jobs(server.url, key, jobs, webhook)
+        with qcluster(env):
+            wait_until(
+                lambda: sum(t[0] == "finished" for t in job_times(db_url).values()) >= jobs,
+                timeout=600,
+                what="the jobs to finish",
+            )
+            paced_ids: list[str] = []
+            if receiver is not None:
+                wait_until(lambda: all_arrived(receiver, jobs), timeout=600, what="every event")
+                for _ in range(paced):
+                    paced_ids += start_jobs(server.url, key, 1, webhook)
+                    time.sleep(0.2)
+                wait_until(
+                    lambda: all_arrived(receiver, jobs + paced),
+                    timeout=600,
+                    what="every paced event",
+                )
+        times = job_times(db_url)
+    mine = [times[i] for i in ids]
+    span = (max(t[2] for t in mine) - min(t[1] for t in mine)).total_seconds()
+    figures = {"jobs/s": round(len(ids) / span, 1), "failed": sum(t[0] != "finished" for t in mine)}
+    if receiver is not None:
+        backlog = latencies(receiver, ids, times)
+        figures["backlog p50 ms"] = round(percentile(backlog, 50) * 1000, 1)
+        figures["backlog p99 ms"] = round(percentile(backlog, 99) * 1000, 1)
+        steady = latencies(receiver, paced_ids, times)
+        figures["paced p50 ms"] = round(percentile(steady, 50) * 1000, 1)
+        figures["paced p99 ms"] = round(percentile(steady, 99) * 1000, 1)
+        figures["events"] = len(backlog) + len(steady)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="the earlier commit (any git revision)")
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--paced", type=int, default=100, help="jobs started 5/s after the drain (webhooks)"
+    )
+    args = parser.parse_args(argv)
+    base = subprocess.run(
+        ["git", "rev-parse", "--short", args.base],
+        cwd=PROJECT_DIR,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    results: dict[str, list[dict]] = {}
+    with contextlib.ExitStack() as stack:
+        worktree = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--quiet", "--detach", str(worktree), base],
+            cwd=PROJECT_DIR,
+            check=True,
+        )
+        stack.callback(
+            subprocess.run,
+            ["git", "worktree", "remove", "--force", str(worktree)],
+            cwd=PROJECT_DIR,
+            check=False,
+        )
+        runtime = stack.enter_context(runtime_process())
+        receiver = WebhookReceiver().start()
+        stack.callback(receiver.stop)
+        services = [
+            (f"{base} (before)", worktree, None),
+            ("this tree", PROJECT_DIR, None),
+            ("this tree, webhooks", PROJECT_DIR, receiver),
+        ]
+        for round_ in range(args.rounds):
+            order = services if round_ % 2 == 0 else services[::-1]
+            for name, tree, hook in order:
+                figures = run(tree, runtime.url, args.jobs, hook, args.paced)
+                results.setdefault(name, []).append(figures)
+                print(f"round {round_ + 1}: {name}: {figures}", flush=True)
+    rows = []
+    before = statistics.median(r["jobs/s"] for r in results[f"{base} (before)"])
+    latency = ("backlog p50 ms", "backlog p99 ms", "paced p50 ms", "paced p99 ms")
+    for name, runs in results.items():
+        rate = statistics.median(r["jobs/s"] for r in runs)
+        rows.append(
+            [
+                name,
+                rate,
+                round(rate / before, 2),
+                *(statistics.median(r.get(k, 0) for r in runs) or "" for k in latency),
+                sum(r["failed"] for r in runs),
+            ]
+        )
+    print(f"\n{args.jobs} jobs per run, {args.rounds} rounds, PostgreSQL, 2 workers (medians):")
+    print(
+        table(
+            ["service", "jobs/s", "vs before", *latency, "failed"],
+            rows,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
