@@ -31,16 +31,14 @@ class ScopedRequestSerializer(CheckedBodyMixin, RejectUnknownFieldsMixin, serial
     webhook_events = serializers.ListField(
         child=serializers.ChoiceField(choices=webhooks.EVENTS),
         required=False,
-        allow_empty=False,
         max_length=len(webhooks.EVENTS),
-        help_text="Which events to send (default: finished, failed, cancelled). Each is a "
+        help_text="Which events to send (default: finished, failed, cancelled; without a "
+        "webhook, none). Each is a "
         'POST of {"type": "job.<event>", "timestamp", "data"}, data being what GET '
         "/agent/job/{id} shows then (the step, for job.step).",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "webhook_events" in attrs and "webhook" not in attrs:
-            raise serializers.ValidationError({"webhook_events": ["Only with a webhook."]})
         if "webhook" in attrs:
             webhook_client.check_url(attrs["webhook"])  # InvalidWebhookUrl: 400
         return attrs

@@ -128,7 +128,9 @@ def job_create(
         # Stamped here rather than by job_enqueue: one write (and commit) less per start.
         enqueued_at=timezone.now(),
         webhook=webhook,
-        webhook_events=list(webhook_events or webhooks.DEFAULT_EVENTS) if webhook else [],
+        webhook_events=list(webhooks.DEFAULT_EVENTS if webhook_events is None else webhook_events)
+        if webhook
+        else [],
     )
     transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job

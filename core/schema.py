@@ -41,7 +41,7 @@ IDEMPOTENT: dict[int, tuple[str, ...]] = {
 }
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
-    str,
+    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
     OpenApiParameter.HEADER,
     required=False,
     description=(

@@ -168,13 +168,16 @@ def test_a_webhook_that_may_not_be_reached_is_refused_at_the_start(agent_client,
     assert Job.objects.count() == 0
 
 
-def test_webhook_events_must_be_known_and_need_a_webhook(agent_client, receiver):
+def test_webhook_events_must_be_known(agent_client, receiver):
     bad = agent_client.post(
         START, {**TASK, "webhook": receiver.url, "webhook_events": ["done"]}, format="json"
     )
     assert "webhook_events.0" in assert_error(bad, 400, "validation_error")["details"]["fields"]
-    alone = agent_client.post(START, {**TASK, "webhook_events": ["running"]}, format="json")
-    assert "webhook_events" in assert_error(alone, 400, "validation_error")["details"]["fields"]
+
+
+def test_an_empty_list_of_events_sends_none(start, receiver):
+    start(webhook=receiver.url, webhook_events=[])
+    assert receiver.received == [] and WebhookDelivery.objects.count() == 0
 
 
 def test_an_address_refused_when_connecting_is_a_failed_attempt(start, receiver, settings):
