@@ -3,6 +3,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import selectors, services
+from agents.api import AgentAPIView
 from agents.serializers import (
     JobCancelResponseSerializer,
     JobStartRequestSerializer,
@@ -11,7 +12,6 @@ from agents.serializers import (
 )
 from core.db import retry_if_dropped_before_commit
 from core.schema import AGENT_KEY, ANY_ENDPOINT, JOB_QUOTA, JSON_BODY, error_responses
-from core.views import AgentAPIView
 
 
 class JobStartView(AgentAPIView):

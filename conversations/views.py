@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.api import AgentAPIView
 from conversations import selectors, services
 from conversations.serializers import (
     ChatRequestSerializer,
@@ -11,7 +12,6 @@ from conversations.serializers import (
 )
 from core.db import retry_if_dropped_before_commit
 from core.schema import AGENT_KEY, ANY_ENDPOINT, JOB_QUOTA, JSON_BODY, error_responses
-from core.views import AgentAPIView
 
 
 class ChatView(AgentAPIView):
