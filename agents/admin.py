@@ -13,8 +13,7 @@ from django.utils.text import Truncator
 from agents import services
 from agents.models import AgentProfile, IdempotencyKey, Job, JobStatus, Step
 from agents.webhook_admin import WebhookDeliveryInline
-from backoffice.templatetags.backoffice import format_seconds, seconds_between, status_badge
-from core.admin import HistoryAdmin, ServiceAdmin
+from core.admin import HistoryAdmin, ServiceAdmin, format_seconds, seconds_between, status_badge
 from core.exceptions import JobNotCancellable
 
 # A job's page shows at most this many steps (a profile's max_steps keeps jobs far below).

@@ -11,8 +11,7 @@ def pool_holds_every_job_thread(app_configs, **kwargs) -> list[Warning]:
     once: each job thread runs its statements on one, and the lease heartbeat needs one
     while they do. With fewer, the heartbeat waits behind the job threads; on a busy
     machine it waited past the lease and the reaper took running jobs over (measured:
-    ``Q_WORKERS=32`` x ``JOB_THREADS=4`` with ``DB_POOL_MAX_SIZE=1``, 18 of 512 jobs
-    failed after three attempts)."""
+    ``bench/RESULTS.md``)."""
     pool = connections["default"].settings_dict.get("OPTIONS", {}).get("pool")
     if not isinstance(pool, dict):
         return []

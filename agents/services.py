@@ -37,6 +37,7 @@ from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import JobNotCancellable, TooManyJobs
 from core.http import storable
 from core.ids import new_job_id
+from gateway import services as gateway_services
 from gateway.models import ApiKey
 
 logger = logging.getLogger(__name__)
@@ -431,25 +432,18 @@ def job_after_run(job: Job) -> None:
 
 
 def job_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:
-    """Deletes ended jobs (with their steps) and usage records from before ``older_than``,
-    and the Idempotency-Keys past their ``IDEMPOTENCY_TTL``."""
-    from gateway.models import UsageRecord
-    from gateway.ratelimit import prune_windows
-
+    """Deletes ended jobs (with their steps) from before ``older_than``, the gateway's usage
+    records of that age (``gateway.services.usage_prune``), and the Idempotency-Keys past
+    their ``IDEMPOTENCY_TTL``, in one transaction."""
     jobs = Job.objects.filter(status__in=TERMINAL, finished_at__lt=older_than)
-    usage = UsageRecord.objects.filter(created_at__lt=older_than)
     keys = IdempotencyKey.objects.filter(expires_at__lte=timezone.now())
-    counts = {
-        "jobs": jobs.count(),
-        "steps": Step.objects.filter(job__in=jobs).count(),
-        "usage_records": usage.count(),
-        "idempotency_keys": keys.count(),
-    }
-    if not dry_run:
-        with transaction.atomic():
+    counts = {"jobs": jobs.count(), "steps": Step.objects.filter(job__in=jobs).count()}
+    with transaction.atomic():
+        if not dry_run:
             Step.objects.filter(job__in=jobs).delete()
             jobs.delete()
-            usage.delete()
+        counts.update(gateway_services.usage_prune(older_than=older_than, dry_run=dry_run))
+        counts["idempotency_keys"] = keys.count()
+        if not dry_run:
             keys.delete()
-            prune_windows(before=timezone.now() - timedelta(minutes=5))
     return counts

@@ -4,6 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import selectors, services, webhooks
+from agents.api import AgentAPIView
 from agents.idempotency import Done, respond
 from agents.serializers import (
     JobCancelResponseSerializer,
@@ -22,7 +23,6 @@ from core.schema import (
     JSON_BODY,
     error_responses,
 )
-from core.views import AgentAPIView
 
 
 class JobStartView(AgentAPIView):

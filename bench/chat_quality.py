@@ -37,10 +37,8 @@ import argparse
 import contextlib
 import itertools
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -56,10 +54,9 @@ from bench.common import (  # noqa: E402
     create_api_key,
     gunicorn,
     manage,
-    python,
+    qcluster,
     service_env,
     sqlite_database,
-    temp_dir,
 )
 from scripts import embedded_runtime  # noqa: E402
 
@@ -352,31 +349,6 @@ fields = model_to_dict(default, exclude=["id", "name"])
 fields.update(context_window=640, answer_reserve=128, description="bench: a small window")
 AgentProfile.objects.update_or_create(name="bench-window", defaults=fields)
 """
-
-
-@contextlib.contextmanager
-def qcluster(env: dict[str, str]) -> Iterator[None]:
-    with temp_dir("llmgw-bench-qcluster-") as logs, (logs / "qcluster.log").open("wb") as log:
-        process = subprocess.Popen(
-            [python(), "manage.py", "qcluster"],
-            cwd=env["PYTHONPATH"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield
-        except BaseException:
-            sys.stderr.write((logs / "qcluster.log").read_text(errors="replace")[-3000:])
-            raise
-        finally:
-            process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=20)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @contextlib.contextmanager

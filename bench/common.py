@@ -818,3 +818,38 @@ def _cell(value: object) -> str:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["fast-runtime"]:
     serve_fast_runtime(int(sys.argv[2]), sys.argv[3:])
+
+
+@contextlib.contextmanager
+def qcluster(env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """``manage.py qcluster`` in its own process group; stopped with SIGTERM to the cluster
+    alone (as a supervisor would), then whatever is left of the group is killed."""
+    with temp_dir("llmgw-bench-qcluster-") as logs, (logs / "qcluster.log").open("wb") as log:
+        process = subprocess.Popen(
+            [python(), "manage.py", "qcluster"],
+            cwd=env.get("PYTHONPATH", PROJECT_DIR),  # the checkout the service runs from
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield process
+        except BaseException:
+            sys.stderr.write((logs / "qcluster.log").read_text(errors="replace")[-4000:])
+            raise
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=20)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# Has PostgreSQL drop every connection to the current database but the asking one.
+TERMINATE_EVERY_CONNECTION = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)

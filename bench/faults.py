@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     MODEL,
+    TERMINATE_EVERY_CONNECTION,
     postgres_database,
     redis_server,
     service_env,
@@ -107,10 +108,7 @@ def terminate_connections() -> int:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+        cursor.execute(TERMINATE_EVERY_CONNECTION)
         return cursor.fetchone()[0]
 
 

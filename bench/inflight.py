@@ -71,13 +71,13 @@ from bench.common import (
     percentile,
     postgres_database,
     process_tree,
+    qcluster,
     runtime_process,
     service_env,
     table,
     temp_dir,
     wait_until_answering,
 )
-from bench.jobs import qcluster
 
 MODEL, INSTANT = "bench-model", "bench-instant"
 PROMPT = "Say hi."

@@ -24,17 +24,14 @@ Everything is bounded: a fixed number of jobs and tasks, each wait with a deadli
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -48,6 +45,7 @@ from bench.common import (
     gunicorn,
     percentile,
     python,
+    qcluster,
     runtime_process,
     service_env,
     table,
@@ -136,34 +134,6 @@ HEADERS = [
 
 
 # --- The child: one database, Django set up in this process ---------------------------------
-
-
-@contextlib.contextmanager
-def qcluster(env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    """``manage.py qcluster`` in its own process group; stopped with SIGTERM to the cluster
-    alone (as a supervisor would), then whatever is left of the group is killed."""
-    with temp_dir("llmgw-bench-qcluster-") as logs, (logs / "qcluster.log").open("wb") as log:
-        process = subprocess.Popen(
-            [python(), "manage.py", "qcluster"],
-            cwd=env.get("PYTHONPATH", PROJECT_DIR),  # the checkout the service runs from
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield process
-        except BaseException:
-            sys.stderr.write((logs / "qcluster.log").read_text(errors="replace")[-4000:])
-            raise
-        finally:
-            if process.poll() is None:
-                process.terminate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout=20)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 class Client:

@@ -48,17 +48,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     MODEL,
+    TERMINATE_EVERY_CONNECTION,
     create_api_key,
     gunicorn,
     manage,
     percentile,
     postgres_database,
+    qcluster,
     runtime_process,
     service_env,
     table,
     temp_dir,
 )
-from bench.jobs import qcluster
 
 TERMINAL = ("finished", "failed", "cancelled")
 HOSTILE_TASK = "What is (((9**99)**99)**99)**99?"
@@ -204,10 +205,7 @@ def terminate_connections(db_url: str, every: float, stop: threading.Event) -> l
     dropped: list[int] = []
     with psycopg.connect(db_url, autocommit=True) as conn:
         while not stop.wait(every):
-            row = conn.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            ).fetchone()
+            row = conn.execute(TERMINATE_EVERY_CONNECTION).fetchone()
             dropped.append(row[0])
     return dropped
 

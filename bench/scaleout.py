@@ -28,13 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     MODEL,
     postgres_database,
+    qcluster,
     redis_server,
     service_env,
     slow_runtime,
     table,
     temp_dir,
 )
-from bench.jobs import qcluster, wait_until
+from bench.jobs import wait_until
 
 
 def setup(env: dict[str, str], runtimes: list[str]):

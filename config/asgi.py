@@ -18,9 +18,7 @@ share ``settings.STATELESS_THREADS`` threads (4) instead: with hundreds of calls
 hundreds of threads each waking for a statement contend with the event loop for the
 interpreter lock, and the handoffs, not the work, set the latency. Fewer threads are not
 better: with one, every statement of the process waits its turn, and when the machine is
-slow that queue grows (an instant call's p50 went from 17-20 ms with four threads to
-144-186 ms with one, in runs of ``bench/inflight.py --clients 256 --web-env
-STATELESS_THREADS=N``, at the same calls per second).
+slow that queue grows (figures in ``bench/RESULTS.md``).
 """
 
 import asyncio
@@ -113,8 +111,7 @@ class SharedThreadsASGIHandler(PooledThreadASGIHandler):
         connections back after each step (``gateway.dbthread``), so between requests its
         threads hold none for those receivers to close, and it uses no cache. Two trips of
         the four a call made (the other two run its statements), each a thread handoff and
-        back on the event loop (with two smaller savings, the server's CPU per call went
-        from 2.78 to 2.20 ms in ``bench/inflight.py --base be30d26``).
+        back on the event loop (the CPU it saves: ``bench/RESULTS.md``).
 
         The rest is Django's: the body read, the request built and run through
         ``STATELESS_MIDDLEWARE``, and a task that listens for the client's disconnect and

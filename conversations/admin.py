@@ -6,10 +6,9 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 
 from agents.models import Job
-from backoffice import transcript as transcripts
-from backoffice.templatetags.backoffice import status_badge
+from conversations import transcript as transcripts
 from conversations.models import Conversation, Message
-from core.admin import HistoryAdmin
+from core.admin import HistoryAdmin, status_badge
 
 JOBS_SHOWN = 20
 

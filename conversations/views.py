@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.api import AgentAPIView
 from agents.idempotency import Done, respond
 from conversations import selectors, services
 from conversations.serializers import (
@@ -21,7 +22,6 @@ from core.schema import (
     JSON_BODY,
     error_responses,
 )
-from core.views import AgentAPIView
 
 
 class ChatView(AgentAPIView):

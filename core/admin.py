@@ -1,12 +1,15 @@
 """Admin building blocks shared by the apps."""
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
+from django.utils.html import format_html
 
 from core.http import is_unstorable, value_problems
 
@@ -51,3 +54,26 @@ class HistoryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+def status_badge(status: str) -> str:
+    """A job's status as a coloured label (the back office's stylesheet colours it)."""
+    return format_html('<span class="job-status job-status-{}">{}</span>', status, status)
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds from ``start`` to ``end`` (to now while it runs); None before it started."""
+    if start is None:
+        return None
+    return ((end or timezone.now()) - start).total_seconds()
+
+
+def format_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    return f"{minutes // 60} h {minutes % 60} min"

@@ -307,3 +307,14 @@ async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallRe
             elapsed=elapsed,
         )
     return _result(call.model, generation, elapsed)
+
+
+def usage_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:
+    """Deletes usage records from before ``older_than``, and rate-limit windows that ended."""
+    usage = UsageRecord.objects.filter(created_at__lt=older_than)
+    counts = {"usage_records": usage.count()}
+    if not dry_run:
+        with transaction.atomic():
+            usage.delete()
+            ratelimit.prune_windows(before=timezone.now() - timedelta(minutes=5))
+    return counts

@@ -4,8 +4,9 @@ A ``requests.Session`` whose requests are prepared for what ``gateway.runtime`` 
 nothing more. Every call there is a GET, or a POST of a JSON body, to a URL built from a
 configured base URL, with plain headers: no cookies, no ``.netrc`` or proxy settings from
 the environment, no query parameters, no files. requests' general preparation (cookie
-jars merged per call, URL re-parsing and re-quoting, auth and hook merging) cost about a
-sixth of the CPU of a whole ``POST /api.php``; this one costs a few dictionary writes.
+jars merged per call, URL re-parsing and re-quoting, auth and hook merging) cost a large share
+of the instructions of a whole ``POST /api.php`` (``bench/RESULTS.md``); this one costs a few
+dictionary writes.
 Anything outside that shape is prepared by requests as usual.
 """
 

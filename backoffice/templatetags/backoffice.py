@@ -1,12 +1,11 @@
 """Template helpers of the back office: readable step input/output, coloured statuses."""
 
 import json
-from datetime import datetime
 from typing import Any
 
 from django import template
-from django.utils import timezone
-from django.utils.html import format_html
+
+from core.admin import format_seconds, status_badge
 
 register = template.Library()
 
@@ -29,27 +28,5 @@ def _json(value: Any) -> str:
 register.filter("readable", readable_fields)
 
 
-@register.simple_tag
-def status_badge(status: str) -> str:
-    return format_html('<span class="job-status job-status-{}">{}</span>', status, status)
-
-
-def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
-    """Seconds from ``start`` to ``end`` (to now while it runs); None before it started."""
-    if start is None:
-        return None
-    return ((end or timezone.now()) - start).total_seconds()
-
-
-def format_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s"
-    return f"{minutes // 60} h {minutes % 60} min"
-
-
+register.simple_tag(status_badge)
 register.filter("seconds", format_seconds)
