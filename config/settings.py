@@ -86,7 +86,14 @@ MIDDLEWARE = [
 # has no session, cookie, user, message or HTML page, so the rest of the chain above only
 # costs it thread switches. The same security headers and HTTPS redirect, the same body
 # limit. (Django's test client and the WSGI server run the whole chain for every path.)
-STATELESS_PATHS = ("/api.php",)
+# The OpenAI-compatible face's paths (gateway.openai_views) take the same short path.
+STATELESS_PATHS = (
+    "/api.php",
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/embeddings",
+    "/v1/models",
+)
 STATELESS_MIDDLEWARE = [
     "config.middleware.ContentLengthMiddleware",
     "config.middleware.SecurityMiddleware",

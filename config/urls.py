@@ -4,10 +4,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from core import errors
 from core.views import IndexView
+from gateway.openai_views import not_found as openai_not_found
 from gateway.views import HealthView, ModelCallView, ReadyView
 
 urlpatterns = [
     path("api.php", ModelCallView.as_view(), name="model-call"),
+    path("v1/", include("conversations.openai_urls")),
+    # Anything else under /v1/ answers OpenAI's 404.
+    re_path(r"^v1/", openai_not_found),
     path("agent/", include("agents.urls")),
     path("agent/", include("conversations.urls")),
     # Anything else under /agent/ answers the envelope's 404, even with DEBUG on.

@@ -128,6 +128,22 @@ class JobNotCancellable(DomainError):
         self.status = status
 
 
+class JobFailed(DomainError):
+    """A job this request waited for failed (its error in ``details``)."""
+
+    def __init__(self, *, job_id: str, error: str):
+        super().__init__(
+            f"The agent's job failed: {error}", details={"job_id": job_id, "job_error": error}
+        )
+
+
+class JobCancelled(DomainError):
+    """A job this request waited for was cancelled."""
+
+    def __init__(self, *, job_id: str):
+        super().__init__("The agent's job was cancelled.", details={"job_id": job_id})
+
+
 # --- The model runtime ---------------------------------------------------------------------
 
 

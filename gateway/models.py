@@ -135,6 +135,7 @@ class UsageRecord(models.Model):
 
     class Origin(models.TextChoices):
         API = "api", "/api.php"
+        OPENAI = "openai", "/v1/ (OpenAI-compatible)"
         AGENT = "agent", "Agent"
 
     api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="usage")

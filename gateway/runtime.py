@@ -62,6 +62,7 @@ class Generation:
     endpoint: Endpoint
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish_reason: str = "stop"  # or "length": OpenAI's words
 
 
 _session = session.make_session()
@@ -161,6 +162,7 @@ def generation_from(endpoint: Endpoint, model: str, data: Any) -> Generation:
         endpoint=endpoint,
         prompt_tokens=p_tokens,
         completion_tokens=c_tokens,
+        finish_reason=protocols.finish_reason(endpoint, data),
     )
 
 
