@@ -90,6 +90,10 @@ def fix_openai_body(case) -> None:
     body.pop("dimensions", None)
     for name in set(body) - set(OPENAI_BODIES[case.path]().fields):
         del body[name]
+    for name, keep in (("response_format", {"type"}), ("stream_options", {"include_usage"})):
+        part = body.get(name)
+        for key in set(part) - keep if isinstance(part, dict) else ():
+            del part[key]
     for message in body.get("messages") or []:
         if isinstance(message, dict):
             for name in set(message) - {"role", "content"}:
