@@ -123,6 +123,10 @@ class Job(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # The id of the request that started the job (its log lines and model calls carry it),
+    # and that request's W3C traceparent when traces are on (core.tracing).
+    request_id = models.CharField(max_length=128, blank=True, default="")
+    trace_context = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ("-created_at",)

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agents.models import ACTIVE, Job, JobKind, JobStatus, Step, StepStatus
 from agents.services import job_after_run, job_enqueue
+from core import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
     if outcome == "requeued":
         transaction.on_commit(lambda: job_enqueue(job.pk))
     else:
+        metrics.JOBS.labels(job.kind, outcome).inc()
         job_after_run(job)
     return outcome
 

@@ -23,11 +23,13 @@ from django.utils import timezone
 
 from agents.models import ACTIVE, TERMINAL, Job, JobKind, JobStatus, Step, StepStatus
 from agents.selectors import profile_get
+from core import metrics, requestid, tracing
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import JobNotCancellable, TooManyJobs
 from core.http import storable
 from core.ids import new_job_id
 from gateway import services as gateway_services
+from gateway.budgets import budget_check
 from gateway.models import ApiKey
 
 logger = logging.getLogger(__name__)
@@ -101,6 +103,7 @@ def job_create(
     """Creates a queued job; its wake-up is sent once the transaction commits. ``job_id``
     is the id chosen beforehand by a caller that must be able to find the job again.
     Raises :class:`TooManyJobs` when the key has ``max_active_jobs`` queued or running."""
+    budget_check(api_key)
     _require_room_for_a_job(api_key)
     job = Job.objects.create(
         id=job_id or new_job_id(),
@@ -115,6 +118,8 @@ def job_create(
         conversation=conversation,
         # Stamped here rather than by job_enqueue: one write (and commit) less per start.
         enqueued_at=timezone.now(),
+        request_id=requestid.current(),
+        trace_context=tracing.traceparent(),
     )
     transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job
@@ -195,6 +200,9 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
         return None  # another chat of this conversation is running
     if not claimed:
         return None
+    if job.enqueued_at is not None:
+        waited = (now - job.enqueued_at).total_seconds()
+        metrics.JOB_QUEUE_WAIT.labels(job.kind).observe(max(0.0, waited))
     return Job.objects.select_related("profile", "api_key").get(pk=job_id)
 
 
@@ -300,6 +308,7 @@ def _end(job: Job, *, token: str, status: str, from_statuses, **fields) -> bool:
     )
     if ended:
         job.status, job.finished_at = status, now
+        metrics.JOBS.labels(job.kind, status).inc()
         _end_open_steps(job)
     return bool(ended)
 
@@ -354,6 +363,7 @@ def job_cancel(job: Job) -> str:
             )
             if changed:
                 job.status = JobStatus.CANCELLED
+                metrics.JOBS.labels(job.kind, job.status).inc()
                 _wake_next_chat(job)
                 return job.status
         elif Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(

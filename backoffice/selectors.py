@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from agents.models import Job, JobStatus
 from gateway.models import UsageRecord
+from gateway.selectors import budgets_now
 
 DAYS = 30
 # The per-key chart shows the busiest keys of the period; the rest are summed as "others".
@@ -200,4 +201,5 @@ def dashboard(*, now: datetime | None = None) -> dict[str, Any]:
         "jobs_now": jobs_by_status(),
         "jobs_per_day": jobs_per_day(period),
         "queue": queue_state(now=now),
+        "budgets": budgets_now(now=now),
     }

@@ -3,7 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from core import errors
-from core.views import IndexView
+from core.views import IndexView, metrics_view
 from gateway.openai_views import not_found as openai_not_found
 from gateway.views import HealthView, ModelCallView, ReadyView
 
@@ -18,6 +18,7 @@ urlpatterns = [
     re_path(r"^agent/", errors.handler404),
     path("healthz", HealthView.as_view(), name="healthz"),
     path("readyz", ReadyView.as_view(), name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("", IndexView.as_view(), name="index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema", SpectacularAPIView.as_view()),

@@ -7,3 +7,8 @@ class CoreConfig(AppConfig):
 
     name = "core"
     verbose_name = "Core"
+
+    def ready(self) -> None:
+        from core import tracing
+
+        tracing.configure()  # off unless OTEL_EXPORTER_OTLP_ENDPOINT is set

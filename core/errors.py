@@ -54,6 +54,7 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.PayloadTooLarge: (413, "payload_too_large"),
     ex.RateLimited: (429, "rate_limited"),
     ex.TooManyJobs: (429, "too_many_jobs"),
+    ex.BudgetExceeded: (429, "budget_exceeded"),
     ex.DatabaseUnavailable: (503, "database_unavailable"),
     ex.RuntimeFailure: (502, "runtime_error"),
     ex.RuntimeAnswerError: (502, "runtime_error"),

@@ -83,6 +83,21 @@ class RateLimited(DomainError):
         self.retry_after = retry_after
 
 
+class BudgetExceeded(DomainError):
+    def __init__(self, *, budget: int, period: str, spent: int, reset_at: str, retry_after: int):
+        super().__init__(
+            f"This key has spent its budget of {budget} tokens for this {period}.",
+            details={
+                "token_budget": budget,
+                "budget_period": period,
+                "tokens_spent": spent,
+                "reset_at": reset_at,
+                "retry_after": retry_after,
+            },
+        )
+        self.retry_after = retry_after
+
+
 class TooManyJobs(DomainError):
     def __init__(self, *, limit: int):
         super().__init__(

@@ -210,14 +210,17 @@ async def generate(
         try:
             if endpoint.api != "ollama":
                 await _require_served(endpoint, model)
-            return await generate_at(
-                endpoint,
-                model,
-                prompt,
-                options,
-                messages=messages,
-                response_format=response_format,
-            )
+            with runtime.observed_call(model, endpoint) as observe:
+                generation = await generate_at(
+                    endpoint,
+                    model,
+                    prompt,
+                    options,
+                    messages=messages,
+                    response_format=response_format,
+                )
+                observe(generation)
+            return generation
         except RuntimeFailure as err:
             if not isinstance(err, runtime.FAILOVER_ERRORS):
                 raise

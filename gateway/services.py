@@ -14,12 +14,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import metrics
 from core.db import release_pooled_connections, retry_if_dropped
 from core.errors import status_and_id
 from core.exceptions import DomainError, Forbidden, InvalidApiKey, InvalidInput, ModelNotAllowed
-from gateway import embeddings, keys, ratelimit, routing, rows, runtime, runtime_async
+from gateway import budgets, embeddings, keys, ratelimit, routing, rows, runtime, runtime_async
 from gateway.dbthread import in_thread
-from gateway.models import ApiKey, Scope, UsageRecord
+from gateway.models import ApiKey, BudgetPeriod, Scope, UsageRecord
 
 # last_used_at is written at most this often per key, so a busy key costs no write per call.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -48,6 +49,8 @@ def api_key_create(
     agent_starts_per_minute: int | None = None,
     agent_reads_per_minute: int | None = None,
     max_active_jobs: int | None = None,
+    token_budget: int | None = None,
+    budget_period: str = BudgetPeriod.MONTH,
     expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Creates a key and returns it with its plain text, which exists only now.
@@ -72,6 +75,8 @@ def api_key_create(
             agent_reads_per_minute, settings.DEFAULT_KEY_AGENT_READS_PER_MINUTE
         ),
         max_active_jobs=_or(max_active_jobs, settings.DEFAULT_KEY_MAX_ACTIVE_JOBS),
+        token_budget=token_budget,
+        budget_period=BudgetPeriod(budget_period),
         expires_at=expires_at,
     )
     return api_key, new.plain
@@ -166,6 +171,7 @@ def _admit(api_key: ApiKey, model: str, origin: str, options: dict[str, Any] | N
         raise InvalidInput({f"options.{name}": messages for name, messages in errors.items()})
     if clients:  # an agent's own calls: its job was counted
         ratelimit.take_slot(api_key)
+    budgets.budget_check(api_key)  # every face and the agents' calls alike
 
 
 def _record_usage(
@@ -183,6 +189,10 @@ def _record_usage(
 ) -> None:
     """The one usage row of a call: metadata, never the prompt or the answer (the tokens
     read are the generation's, else ``prompt_tokens``: an embedding's)."""
+    used_prompt = generation.prompt_tokens if generation else prompt_tokens
+    used_completion = generation.completion_tokens if generation else None
+    metrics.observe_tokens(model, used_prompt, used_completion)
+    budgets.budget_add(api_key, (used_prompt or 0) + (used_completion or 0))
     rows.insert(
         UsageRecord(
             api_key=api_key,
@@ -195,8 +205,8 @@ def _record_usage(
             elapsed=elapsed,
             prompt_chars=prompt_chars,
             response_chars=len(generation.text) if generation else 0,
-            prompt_tokens=generation.prompt_tokens if generation else prompt_tokens,
-            completion_tokens=generation.completion_tokens if generation else None,
+            prompt_tokens=used_prompt,
+            completion_tokens=used_completion,
         ),
         durable=not settings.USAGE_ASYNC_COMMIT,
     )
