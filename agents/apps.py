@@ -13,3 +13,8 @@ class AgentsConfig(AppConfig):
 
         # Each django-q2 worker process runs the lease heartbeat and the reaper.
         post_spawn.connect(worker.start, dispatch_uid="agents.worker.start")
+
+        from agents.selectors import JobGauge
+        from core import metrics
+
+        metrics.scrape_collectors.append(JobGauge())

@@ -125,6 +125,10 @@ class Job(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     webhook = models.CharField(max_length=2000, blank=True, help_text="Where events are sent.")
     webhook_events = models.JSONField(default=list, blank=True)
+    # The id of the request that started the job (its log lines and model calls carry it),
+    # and that request's W3C traceparent when traces are on (core.tracing).
+    request_id = models.CharField(max_length=128, blank=True, default="")
+    trace_context = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ("-created_at",)

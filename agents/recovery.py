@@ -18,6 +18,7 @@ from django.utils import timezone
 from agents import webhooks
 from agents.models import ACTIVE, Job, JobKind, JobStatus, Step, StepStatus
 from agents.services import job_after_run, job_enqueue
+from core import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
     else:
         job.status = outcome
         webhooks.webhook_emit(job, outcome)
+        metrics.JOBS.labels(job.kind, outcome).inc()
         job_after_run(job)
     return outcome
 

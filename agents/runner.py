@@ -3,11 +3,13 @@
 import logging
 import os
 import socket
+import time
 import uuid
 
 from agents import kinds, recovery, services, worker
 from agents.context import AgentFailure, JobCancelled, JobContext, JobInterrupted
 from agents.models import Job
+from core import metrics, requestid, tracing
 from core.db import is_connection_loss, replace_if_dropped
 from core.errors import error_id
 from core.exceptions import DomainError
@@ -39,7 +41,23 @@ def run_job(job_id: str) -> str:
 
 
 def run_claimed(job: Job, token: str) -> str:
-    """Runs a job this worker claimed with ``token`` and ends it in one terminal state."""
+    """Runs a job this worker claimed with ``token`` and ends it in one terminal state, with
+    its request's id and its own bound to every log line and model call of the run, in
+    the span of the run (child of the request's, when traces are on)."""
+    started = time.perf_counter()
+    with (
+        requestid.bound(request=job.request_id, job=job.pk),
+        tracing.span("job.run", parent=job.trace_context, **{"job.kind": job.kind}) as span,
+    ):
+        logger.info("Job %s: running (%s, attempt %d)", job.pk, job.kind, job.attempts)
+        outcome = _run_claimed(job, token)
+        tracing.set_attributes(span, **{"job.status": job.status})
+        logger.info("Job %s: %s", job.pk, outcome)
+    metrics.JOB_RUN.labels(job.kind).observe(time.perf_counter() - started)
+    return outcome
+
+
+def _run_claimed(job: Job, token: str) -> str:
     job_id = job.pk
     ctx = JobContext(job, token)
     try:

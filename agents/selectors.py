@@ -1,8 +1,12 @@
 """Reads of jobs, scoped to their owner."""
 
+from collections.abc import Iterator
 from typing import Any
 
-from agents.models import AgentProfile, Job
+from django.db.models import Count
+from prometheus_client.core import GaugeMetricFamily
+
+from agents.models import AgentProfile, Job, JobStatus
 from core import ids
 from core.exceptions import JobNotFound, UnknownProfile
 
@@ -39,3 +43,25 @@ def truncate(value: Any) -> Any:
     if isinstance(value, list):
         return [truncate(v) for v in value]
     return value
+
+
+def job_counts_now() -> dict[str, int]:
+    """Jobs queued, running and cancelling now (one grouped count)."""
+    waiting = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
+    counts = dict.fromkeys(waiting, 0)
+    rows = Job.objects.filter(status__in=waiting).values_list("status").annotate(n=Count("pk"))
+    counts.update(dict(rows.order_by()))
+    return {str(status): n for status, n in counts.items()}
+
+
+class JobGauge:
+    """``llmgw_jobs``, read from the database at each scrape (``core.metrics``): the rows
+    are the truth about jobs, whichever process or machine holds them."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        gauge = GaugeMetricFamily(
+            "llmgw_jobs", "Jobs queued, running or cancelling now.", labels=("status",)
+        )
+        for status, count in job_counts_now().items():
+            gauge.add_metric((status,), count)
+        yield gauge

@@ -33,11 +33,13 @@ from agents.models import (
     StepStatus,
 )
 from agents.selectors import profile_get
+from core import metrics, requestid, tracing
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import JobNotCancellable, TooManyJobs
 from core.http import storable
 from core.ids import new_job_id
 from gateway import services as gateway_services
+from gateway.budgets import budget_check
 from gateway.models import ApiKey
 
 logger = logging.getLogger(__name__)
@@ -114,6 +116,7 @@ def job_create(
     is the id chosen beforehand by a caller that must be able to find the job again.
     ``webhook`` receives the job's ``webhook_events`` (default: the terminal ones).
     Raises :class:`TooManyJobs` when the key has ``max_active_jobs`` queued or running."""
+    budget_check(api_key)
     _require_room_for_a_job(api_key)
     job = Job.objects.create(
         id=job_id or new_job_id(),
@@ -132,6 +135,8 @@ def job_create(
         webhook_events=list(webhooks.DEFAULT_EVENTS if webhook_events is None else webhook_events)
         if webhook
         else [],
+        request_id=requestid.current(),
+        trace_context=tracing.traceparent(),
     )
     transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job
@@ -224,6 +229,9 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
         return None  # another chat of this conversation is running
     if not claimed:
         return None
+    if job.enqueued_at is not None:
+        waited = (now - job.enqueued_at).total_seconds()
+        metrics.JOB_QUEUE_WAIT.labels(job.kind).observe(max(0.0, waited))
     return Job.objects.select_related("profile", "api_key").get(pk=job_id)
 
 
@@ -343,6 +351,7 @@ def _end(job: Job, *, token: str, status: str, from_statuses, **fields) -> bool:
         if ended:
             job.status, job.finished_at = status, now
             _end_open_steps(job)
+            metrics.JOBS.labels(job.kind, status).inc()
             webhooks.webhook_emit(job, status)
     return bool(ended)
 
@@ -400,6 +409,7 @@ def job_cancel(job: Job) -> str:
                     job.status = JobStatus.CANCELLED
                     webhooks.webhook_emit(job, JobStatus.CANCELLED)
             if changed:
+                metrics.JOBS.labels(job.kind, job.status).inc()
                 _wake_next_chat(job)
                 return job.status
         elif Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(

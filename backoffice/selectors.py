@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from agents.models import Job, JobStatus
 from gateway.models import UsageRecord
+from gateway.selectors import budgets_now
 
 DAYS = 30
 # The per-key chart shows the busiest keys of the period; the rest are summed as "others".
@@ -107,6 +108,19 @@ def usage_per_day_per_key(period: Period, *, top: int = TOP_KEYS) -> list[dict[s
     return keys
 
 
+def usage_by_origin(period: Period) -> list[dict[str, Any]]:
+    """Calls, errors and tokens of the period per face (``/api.php``, the OpenAI-compatible
+    ``/v1/``) and of the agents' own calls: one row per origin that has calls."""
+    labels = dict(UsageRecord.Origin.choices)
+    rows = (
+        UsageRecord.objects.filter(created_at__gte=period.start)
+        .values("origin")
+        .annotate(calls=Count("id"), errors=Count("id", filter=ERROR), tokens=TOKENS)
+        .order_by("origin")
+    )
+    return [{**row, "label": labels.get(row["origin"], row["origin"])} for row in rows]
+
+
 def elapsed_percentiles(period: Period) -> list[dict[str, Any]]:
     """p50 and p95 of ``elapsed`` (seconds) per model over the period's successful calls.
 
@@ -182,8 +196,10 @@ def dashboard(*, now: datetime | None = None) -> dict[str, Any]:
         "days": period.labels,
         "usage": usage_per_day(period),
         "keys": usage_per_day_per_key(period),
+        "origins": usage_by_origin(period),
         "latency": elapsed_percentiles(period),
         "jobs_now": jobs_by_status(),
         "jobs_per_day": jobs_per_day(period),
         "queue": queue_state(now=now),
+        "budgets": budgets_now(now=now),
     }

@@ -381,8 +381,9 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 class _FastRuntime(asyncio.Protocol):
-    """HTTP/1.1 keep-alive, Ollama's ``POST /api/generate`` (whole, or streamed as NDJSON)
-    and ``GET /api/tags``; the answer is ``"echo: " + prompt``, like RuntimeServer's default.
+    """HTTP/1.1 keep-alive, Ollama's ``POST /api/generate`` and ``POST /api/chat`` (whole, or
+    streamed as NDJSON) and ``GET /api/tags``; the answer is ``"echo: " + prompt`` (the last
+    message's content in a chat), like RuntimeServer's default.
 
     ``holds`` maps a model to the seconds each of its calls is held before the answer (a
     model that takes that long; 0 answers at once), on the event loop: holding a thousand
@@ -423,20 +424,28 @@ class _FastRuntime(asyncio.Protocol):
     def handle(self, method: str, path: str, body: bytes) -> tuple[float, tuple[int, bytes, str]]:
         if method == "GET" and path == "/api/tags":
             return 0, _json(200, {"models": [{"name": n, "model": n} for n in self.holds]})
-        if method != "POST" or path != "/api/generate":
+        if method != "POST" or path not in ("/api/generate", "/api/chat"):
             return 0, _json(404, {"error": "not found"})
+        chat = path == "/api/chat"
         try:
             request = json.loads(body)
-            model, prompt = request["model"], request["prompt"]
-        except (ValueError, KeyError, TypeError):
+            model = request["model"]
+            prompt = request["messages"][-1]["content"] if chat else request["prompt"]
+        except (ValueError, KeyError, TypeError, IndexError):
             return 0, _json(400, {"error": "invalid request"})
         if model not in self.holds:
             return 0, _json(404, {"error": f"model '{model}' not found"})
         text = f"echo: {prompt}"
+
+        def said(piece: str) -> dict:
+            if chat:
+                return {"message": {"role": "assistant", "content": piece}}
+            return {"response": piece}
+
         final = {
             "model": model,
             "created_at": "2025-01-01T00:00:00Z",
-            "response": text,
+            **said(text),
             "done": True,
             "done_reason": "stop",
             "prompt_eval_count": len(prompt.split()),
@@ -444,8 +453,8 @@ class _FastRuntime(asyncio.Protocol):
         }
         if not request.get("stream", True):
             return self.holds[model], _json(200, final)
-        piece = {"model": model, "response": text, "done": False}
-        lines = json.dumps(piece) + "\n" + json.dumps({**final, "response": ""}) + "\n"
+        piece = {"model": model, **said(text), "done": False}
+        lines = json.dumps(piece) + "\n" + json.dumps({**final, **said("")}) + "\n"
         return self.holds[model], (200, lines.encode(), "application/x-ndjson")
 
     def answer(self, status: int, payload: bytes, content_type: str) -> None:

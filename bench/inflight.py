@@ -131,21 +131,28 @@ def service(
 _LITELLM_CONFIG = """
 model_list:
   - model_name: {model}
-    litellm_params: {{model: "ollama/{model}", api_base: "{runtime}"}}
+    litellm_params: {{model: "{provider}/{model}", api_base: "{runtime}"}}
   - model_name: {instant}
-    litellm_params: {{model: "ollama/{instant}", api_base: "{runtime}"}}
+    litellm_params: {{model: "{provider}/{instant}", api_base: "{runtime}"}}
 general_settings:
   master_key: sk-bench-inflight
 """
 
 
 @contextlib.contextmanager
-def litellm(venv: Path, runtime_url: str) -> Iterator[Target]:
-    """LiteLLM's proxy with 2 workers, its models routed to the same runtime."""
+def litellm(venv: Path, runtime_url: str, *, chat: bool = False) -> Iterator[Target]:
+    """LiteLLM's proxy with 2 workers, its models routed to the same runtime: its
+    ``/v1/completions`` on Ollama's ``/api/generate``, or with ``chat`` its
+    ``/v1/chat/completions`` on Ollama's ``/api/chat``."""
     port = free_port()
     with temp_dir("llmgw-bench-litellm-") as path:
         config = path / "config.yaml"
-        config.write_text(_LITELLM_CONFIG.format(model=MODEL, instant=INSTANT, runtime=runtime_url))
+        provider = "ollama_chat" if chat else "ollama"
+        config.write_text(
+            _LITELLM_CONFIG.format(
+                model=MODEL, instant=INSTANT, runtime=runtime_url, provider=provider
+            )
+        )
         process = subprocess.Popen(
             [
                 str(venv / "bin" / "litellm"),
@@ -174,19 +181,35 @@ def litellm(venv: Path, runtime_url: str) -> Iterator[Target]:
         url = f"http://{LOOPBACK}:{port}"
         try:
             wait_until_answering(f"{url}/health/liveliness", process=process, timeout=180)
-            yield Target(
-                "LiteLLM proxy",
-                f"{url}/v1/completions",
-                {"model": MODEL, "prompt": PROMPT},
-                {"model": INSTANT, "prompt": PROMPT},
-                {"Authorization": "Bearer sk-bench-inflight"},
-                process.pid,
-            )
+            headers = {"Authorization": "Bearer sk-bench-inflight"}
+            if chat:
+                yield Target(
+                    "LiteLLM proxy",
+                    f"{url}/v1/chat/completions",
+                    chat_body(MODEL),
+                    chat_body(INSTANT),
+                    headers,
+                    process.pid,
+                )
+            else:
+                yield Target(
+                    "LiteLLM proxy",
+                    f"{url}/v1/completions",
+                    {"model": MODEL, "prompt": PROMPT},
+                    {"model": INSTANT, "prompt": PROMPT},
+                    headers,
+                    process.pid,
+                )
         except BaseException:
             sys.stderr.write((path / "litellm.log").read_text(errors="replace")[-3000:])
             raise
         finally:
             _stop(process)
+
+
+def chat_body(model: str) -> dict:
+    """An OpenAI chat completion request of one user message."""
+    return {"model": model, "messages": [{"role": "user", "content": PROMPT}]}
 
 
 def memory_mb(pids: list[int], *, largest: bool = False) -> tuple[float, float]:

@@ -1,5 +1,7 @@
 """Django settings, read from the environment (see ``.env.example`` for every variable)."""
 
+import ipaddress
+import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +21,7 @@ from config.env import (
     env_seconds_list,
     env_str,
 )
+from core.logs import logging_config  # a plain module: no model, no setting read
 from gateway.options import LOAD_OPTIONS  # a plain module: the names of the load options
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -75,6 +78,8 @@ INSTALLED_APPS = [
 # session, CSRF and framing middleware keep Django's own names, which its deployment
 # checks look for.
 MIDDLEWARE = [
+    # Outermost: the request id and the metrics of every answer, errors included.
+    "core.observe.RequestObserverMiddleware",
     "config.middleware.ContentLengthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "core.http.BodySizeLimitMiddleware",
@@ -94,8 +99,17 @@ MIDDLEWARE = [
 # has no session, cookie, user, message or HTML page, so the rest of the chain above only
 # costs it thread switches. The same security headers and HTTPS redirect, the same body
 # limit. (Django's test client and the WSGI server run the whole chain for every path.)
-STATELESS_PATHS = ("/api.php",)
+# The OpenAI-compatible face's paths (gateway.openai_views) take the same short path.
+STATELESS_PATHS = (
+    "/api.php",
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/embeddings",
+    "/v1/models",
+)
 STATELESS_MIDDLEWARE = [
+    # Outermost: the request id and the metrics of every answer, errors included.
+    "core.observe.RequestObserverMiddleware",
     "config.middleware.ContentLengthMiddleware",
     "config.middleware.SecurityMiddleware",
     # The host checked against ALLOWED_HOSTS as on every path.
@@ -217,8 +231,9 @@ SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
 )
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
-# A load balancer's or container's health probe speaks plain HTTP to the process itself.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# A load balancer's or container's health probe, and Prometheus, speak plain HTTP to the
+# process itself.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
 # The header's "preload" only allows the domain to be submitted to the browsers' list.
@@ -431,11 +446,27 @@ else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "agents.broker.ORMBroker"
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
-}
+# --- Logs, metrics, traces (README "Operations") -------------------------------------------
+# LOG_FORMAT=json: every line of the web server and the worker is one JSON object
+# (core/logs.py); text (the default) stays readable for `make run`.
+LOG_FORMAT = env_choice("LOG_FORMAT", "text", ("text", "json"))
+LOGGING = logging_config(json_format=LOG_FORMAT == "json", level=env_str("LOG_LEVEL", "INFO"))
+# Where every process of the machine (web and worker) keeps its counters for GET /metrics
+# (prometheus_client's multiprocess mode reads the variable when it is first imported, so it
+# is set here, before anything imports it). `make run` empties it at each start.
+METRICS_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "metrics")))
+METRICS_DIR.mkdir(parents=True, exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+# GET /metrics: with METRICS_TOKEN, `Authorization: Bearer <token>` is required; without,
+# only clients from these networks (CIDR; the default is loopback) may read it.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+try:
+    METRICS_NETWORKS = tuple(
+        ipaddress.ip_network(network, strict=False) for network in METRICS_ALLOWED_NETWORKS
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {exc}") from None
+# Traces (core/tracing.py): with the `otel` extra installed and this set, spans are sent
+# over OTLP/HTTP (the exporter reads the other OTEL_* variables itself). Off by default.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT")

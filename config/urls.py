@@ -3,17 +3,22 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from core import errors
-from core.views import IndexView
+from core.views import IndexView, metrics_view
+from gateway.openai_views import not_found as openai_not_found
 from gateway.views import HealthView, ModelCallView, ReadyView
 
 urlpatterns = [
     path("api.php", ModelCallView.as_view(), name="model-call"),
+    path("v1/", include("conversations.openai_urls")),
+    # Anything else under /v1/ answers OpenAI's 404.
+    re_path(r"^v1/", openai_not_found),
     path("agent/", include("agents.urls")),
     path("agent/", include("conversations.urls")),
     # Anything else under /agent/ answers the envelope's 404, even with DEBUG on.
     re_path(r"^agent/", errors.handler404),
     path("healthz", HealthView.as_view(), name="healthz"),
     path("readyz", ReadyView.as_view(), name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("", IndexView.as_view(), name="index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema", SpectacularAPIView.as_view()),

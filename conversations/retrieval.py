@@ -30,6 +30,7 @@ from conversations import vectors
 from conversations.models import Message
 from conversations.search import search_messages
 from conversations.selectors import MESSAGE_FIELDS
+from core import metrics
 from gateway import embeddings
 
 MODES = ("hybrid", "text", "semantic")
@@ -63,6 +64,7 @@ def _fuse(text: list[dict[str, Any]], seqs: np.ndarray, similarity: np.ndarray) 
     return scores
 
 
+@metrics.RETRIEVAL_DURATION.time()
 def find_messages(
     *,
     conversation_id: str,

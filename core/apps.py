@@ -3,7 +3,12 @@ from django.apps import AppConfig
 
 class CoreConfig(AppConfig):
     """What every app uses: the error envelope, body parsing, shared serializer fields,
-    the admin base, identifiers and the base view of the agent API. No models."""
+    the admin base and its display helpers, identifiers. No models."""
 
     name = "core"
     verbose_name = "Core"
+
+    def ready(self) -> None:
+        from core import tracing
+
+        tracing.configure()  # off unless OTEL_EXPORTER_OTLP_ENDPOINT is set

@@ -53,9 +53,12 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.IdempotencyInProgress: (409, "idempotency_in_progress"),
     ex.IdempotencyKeyReused: (422, "idempotency_key_reused"),
     ex.InvalidWebhookUrl: (400, "invalid_webhook_url"),
+    ex.JobCancelled: (409, "job_cancelled"),
+    ex.JobFailed: (502, "job_failed"),
     ex.PayloadTooLarge: (413, "payload_too_large"),
     ex.RateLimited: (429, "rate_limited"),
     ex.TooManyJobs: (429, "too_many_jobs"),
+    ex.BudgetExceeded: (429, "budget_exceeded"),
     ex.DatabaseUnavailable: (503, "database_unavailable"),
     ex.RuntimeFailure: (502, "runtime_error"),
     ex.RuntimeAnswerError: (502, "runtime_error"),
@@ -66,6 +69,29 @@ ERROR_TABLE: dict[type[ex.DomainError], tuple[int, str]] = {
     ex.ServerBusy: (503, "server_busy"),
     ex.RequestTimeout: (408, "request_timeout"),
     ex.TooManyConnections: (429, "too_many_connections"),
+}
+
+
+# The OpenAI-compatible face (``/v1/``) answers the same errors in OpenAI's shape, with the
+# status and ``code`` an OpenAI client expects where they differ: error id -> (status,
+# code). Any other keeps its status and has its id as its code.
+OPENAI_ERRORS: dict[str, tuple[int, str]] = {
+    "invalid_json": (400, "invalid_json"),
+    "validation_error": (400, "invalid_value"),
+    "invalid_api_key": (401, "invalid_api_key"),
+    "forbidden": (403, "forbidden"),
+    "model_not_allowed": (403, "forbidden"),
+    "unknown_model": (404, "model_not_found"),
+    "unknown_profile": (404, "model_not_found"),
+    "rate_limited": (429, "rate_limit_exceeded"),
+}
+# The ``type`` of OpenAI's error object by status (the SDKs' exception classes follow it).
+OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    409: "conflict_error",
+    429: "rate_limit_error",
 }
 
 
@@ -173,6 +199,26 @@ def to_answer(exc: Exception) -> ErrorAnswer:
         return _from_domain(ex.DatabaseUnavailable())
     logger.exception("Unhandled error", exc_info=exc)
     return ErrorAnswer(500, "internal_error", "The server failed to handle this request.")
+
+
+def openai_answer(exc: Exception) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """The status, body and headers of an error on the OpenAI-compatible face:
+    ``{"error": {"message", "type", "param", "code"}}``, from the same answer as the
+    envelope's (:func:`to_answer`). ``param`` names the first field at fault."""
+    answer = to_answer(exc)
+    status, code = OPENAI_ERRORS.get(answer.error, (answer.status, answer.error))
+    kind = OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    fields = answer.details.get("fields") or {}
+    param = next(iter(fields), None)
+    if param is not None:
+        param = param.removeprefix("options.").removesuffix(".non_field_errors")
+    if param is None and ("model" in answer.details or answer.error == "unknown_profile"):
+        param = "model"
+    message = answer.message
+    if fields:
+        message = "; ".join(f"{name}: {' '.join(texts)}" for name, texts in fields.items())
+    error = {"message": message, "type": kind, "param": param, "code": code}
+    return status, {"error": error}, answer.headers
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:

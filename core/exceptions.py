@@ -83,6 +83,21 @@ class RateLimited(DomainError):
         self.retry_after = retry_after
 
 
+class BudgetExceeded(DomainError):
+    def __init__(self, *, budget: int, period: str, spent: int, reset_at: str, retry_after: int):
+        super().__init__(
+            f"This key has spent its budget of {budget} tokens for this {period}.",
+            details={
+                "token_budget": budget,
+                "budget_period": period,
+                "tokens_spent": spent,
+                "reset_at": reset_at,
+                "retry_after": retry_after,
+            },
+        )
+        self.retry_after = retry_after
+
+
 class TooManyJobs(DomainError):
     def __init__(self, *, limit: int):
         super().__init__(
@@ -162,6 +177,22 @@ class IdempotencyInProgress(DomainError):
 class InvalidWebhookUrl(DomainError):
     def __init__(self, url: str, reason: str):
         super().__init__(f"The webhook URL cannot be used: {reason}", details={"webhook": url})
+
+
+class JobFailed(DomainError):
+    """A job this request waited for failed (its error in ``details``)."""
+
+    def __init__(self, *, job_id: str, error: str):
+        super().__init__(
+            f"The agent's job failed: {error}", details={"job_id": job_id, "job_error": error}
+        )
+
+
+class JobCancelled(DomainError):
+    """A job this request waited for was cancelled."""
+
+    def __init__(self, *, job_id: str):
+        super().__init__("The agent's job was cancelled.", details={"job_id": job_id})
 
 
 # --- The model runtime ---------------------------------------------------------------------

@@ -26,7 +26,7 @@ AGENT_KEY: dict[int, tuple[str, ...]] = {
     429: ("rate_limited",),  # the key's agent API limits (gateway.ratelimit.AgentRateLimit)
 }
 # Starting a job: the key's limit of jobs queued or running at once.
-JOB_QUOTA: dict[int, tuple[str, ...]] = {429: ("too_many_jobs",)}
+JOB_QUOTA: dict[int, tuple[str, ...]] = {429: ("too_many_jobs", "budget_exceeded")}
 # A JSON body read by DRF's parser.
 JSON_BODY: dict[int, tuple[str, ...]] = {
     400: ("invalid_json", "validation_error"),

@@ -13,6 +13,8 @@ Environment: ``HOST`` (default 127.0.0.1; containers and the Procfile bind 0.0.0
 """
 
 import os
+import sys
+from pathlib import Path
 
 
 def _int(name: str, default: int) -> int:
@@ -40,6 +42,13 @@ graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 keepalive = 5
 accesslog = "-"
 errorlog = "-"
+# LOG_FORMAT=json: gunicorn's own lines (its master's too) as the service's (core/logs.py).
+if os.environ.get("LOG_FORMAT", "").strip() == "json":
+    # gunicorn adds the project to sys.path only after it has read this file.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from core.logs import logging_config
+
+    logconfig_dict = logging_config(json_format=True, level=os.environ.get("LOG_LEVEL") or "INFO")
 # gunicorn 27's control socket sits at one path per user, which two instances on one
 # machine would share; nothing here uses it (older gunicorns ignore this name).
 control_socket_disable = True

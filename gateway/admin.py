@@ -11,7 +11,7 @@ from django.utils.html import format_html
 
 from core.admin import HistoryAdmin, ServiceAdmin
 from gateway import services
-from gateway.models import ApiKey, ModelRoute, RuntimeEndpoint, Scope, UsageRecord
+from gateway.models import ApiKey, BudgetPeriod, ModelRoute, RuntimeEndpoint, Scope, UsageRecord
 
 
 class ApiKeyForm(forms.ModelForm):
@@ -33,11 +33,14 @@ class ApiKeyForm(forms.ModelForm):
             "agent_starts_per_minute",
             "agent_reads_per_minute",
             "max_active_jobs",
+            "token_budget",
+            "budget_period",
             "expires_at",
         )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["budget_period"].required = False
         if self.instance.pk:
             self.initial["allowed_models"] = ", ".join(self.instance.allowed_models)
         else:
@@ -46,6 +49,10 @@ class ApiKeyForm(forms.ModelForm):
             self.initial["agent_starts_per_minute"] = settings.DEFAULT_KEY_AGENT_STARTS_PER_MINUTE
             self.initial["agent_reads_per_minute"] = settings.DEFAULT_KEY_AGENT_READS_PER_MINUTE
             self.initial["max_active_jobs"] = settings.DEFAULT_KEY_MAX_ACTIVE_JOBS
+
+    def clean_budget_period(self) -> str:
+        # Asked only with a budget: a form without it keeps the default.
+        return self.cleaned_data.get("budget_period") or BudgetPeriod.MONTH
 
     def clean_allowed_models(self) -> list[str]:
         raw = self.cleaned_data.get("allowed_models") or ""
@@ -119,6 +126,8 @@ class ApiKeyAdmin(ServiceAdmin):
             agent_starts_per_minute=data["agent_starts_per_minute"],
             agent_reads_per_minute=data["agent_reads_per_minute"],
             max_active_jobs=data["max_active_jobs"],
+            token_budget=data["token_budget"],
+            budget_period=data["budget_period"],
             expires_at=data["expires_at"],
         )
         # The admin goes on with `obj` (history entry, then response_add): make it the saved

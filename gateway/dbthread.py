@@ -14,6 +14,8 @@ from typing import ParamSpec, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from core import tracing
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -32,7 +34,8 @@ async def in_thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> 
 
     def run() -> T:
         try:
-            return func(*args, **kwargs)
+            with tracing.database_spans():
+                return func(*args, **kwargs)
         finally:
             release_connections()
 

@@ -21,7 +21,7 @@ import numpy as np
 from django.conf import settings
 
 from core.errors import error_id
-from core.exceptions import RuntimeBusy, RuntimeFailure, RuntimeUnavailable
+from core.exceptions import RuntimeBusy, RuntimeFailure, RuntimeUnavailable, UnknownModel
 from gateway import protocols, routing, runtime
 
 # Errors after which the next endpoint of the model is tried.
@@ -58,8 +58,9 @@ def _reason(err: RuntimeFailure) -> str:
     return f"{error_id(err)}: {err.message}" + (f" ({said})" if said else "")
 
 
-def _runtime_embed(texts: list[str]) -> np.ndarray:
-    model = settings.EMBEDDING_MODEL
+def runtime_embed(model: str, texts: list[str]) -> tuple[np.ndarray, int | None]:
+    """The runtime's vectors of ``texts`` by ``model`` (not normalised) and the tokens it
+    says it read; raises the RuntimeFailure of the last endpoint tried."""
     last: RuntimeFailure | None = None
     for endpoint in routing.endpoints_for(model):
         path, body = protocols.embed_request(endpoint, model, texts)
@@ -69,17 +70,24 @@ def _runtime_embed(texts: list[str]) -> np.ndarray:
             )
         except RuntimeFailure as err:
             if not isinstance(err, _FAILOVER_ERRORS):
-                raise EmbeddingUnavailable(_reason(err)) from err
+                raise
             routing.mark_failed(endpoint)
             last = err
             continue
         try:
             vectors = protocols.parse_embeddings(endpoint, data, len(texts))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EmbeddingUnavailable(f"unreadable embedding answer: {exc}") from exc
-        return np.asarray(vectors, dtype=np.float32)
+            raise runtime.unreadable(endpoint) from exc
+        return np.asarray(vectors, dtype=np.float32), protocols.embedding_tokens(endpoint, data)
     assert last is not None
-    raise EmbeddingUnavailable(_reason(last))
+    raise last
+
+
+def _runtime_embed(texts: list[str]) -> np.ndarray:
+    try:
+        return runtime_embed(settings.EMBEDDING_MODEL, texts)[0]
+    except RuntimeFailure as err:
+        raise EmbeddingUnavailable(_reason(err)) from err
 
 
 def _embed_uncached(texts: list[str]) -> np.ndarray:
@@ -158,3 +166,39 @@ def forget() -> None:
     """Empties the query cache (after a backend or model change, and in tests)."""
     with _cache_lock:
         _cache.clear()
+
+
+# --- Embeddings as a model of the OpenAI-compatible face ----------------------------------
+
+# The in-process embedder's name on ``/v1/``.
+LOCAL_MODEL = "all-minilm-l6-v2"
+
+
+def served_models() -> list[str]:
+    """The embedding models clients may name: the in-process one, and the runtime's
+    ``EMBEDDING_MODEL`` when the runtime serves embeddings."""
+    return [LOCAL_MODEL] + ([settings.EMBEDDING_MODEL] if backend() == "runtime" else [])
+
+
+def embed_with(model: str, texts: list[str]) -> tuple[np.ndarray, int]:
+    """The L2-normalised vectors of ``texts`` by one of :func:`served_models` and the
+    tokens read (raises the runtime's failure, or UnknownModel for another name)."""
+    if model == LOCAL_MODEL:
+        from gateway import local_embedder
+
+        return _normalised(local_embedder.embed(texts)), local_embedder.token_count(texts)
+    if model not in served_models():
+        raise UnknownModel(model)
+    vectors, tokens = runtime_embed(model, texts)
+    return _normalised(vectors), tokens if tokens is not None else sum(
+        len(text.split()) for text in texts
+    )
+
+
+def dimension(model: str) -> int | None:
+    """The length of ``model``'s vectors where it is known without a call."""
+    if model == LOCAL_MODEL:
+        from gateway import local_embedder
+
+        return local_embedder.DIMENSION
+    return None

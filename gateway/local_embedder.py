@@ -20,6 +20,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 VOCAB = Path(__file__).resolve().parent / "embedding_data" / "minilm-vocab.txt"
 # The model was trained on at most 256 word pieces; longer texts are cut there.
 MAX_TOKENS = 256
+DIMENSION = 384
 
 _lock = threading.Lock()
 _loaded: tuple | None = None
@@ -65,3 +66,9 @@ def embed(texts: list[str]) -> np.ndarray:
     hidden = session.run(None, feed)[0]
     weights = mask[..., None].astype(np.float32)
     return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+
+def token_count(texts: list[str]) -> int:
+    """The word pieces the model reads of ``texts`` (special tokens included, as cut)."""
+    tokenizer, _ = _load()
+    return sum(sum(e.attention_mask) for e in tokenizer.encode_batch(texts))

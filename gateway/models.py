@@ -11,6 +11,11 @@ class Scope(models.TextChoices):
     AGENT = "agent", "Agents (/agent/...)"
 
 
+class BudgetPeriod(models.TextChoices):
+    DAY = "day", "Day (UTC)"
+    MONTH = "month", "Month (UTC)"
+
+
 class ApiKey(models.Model):
     """A client credential. Only a SHA-256 digest of the secret is stored.
 
@@ -42,6 +47,14 @@ class ApiKey(models.Model):
     max_active_jobs = models.PositiveIntegerField(
         default=0, help_text="Jobs queued or running at once; 0 means unlimited."
     )
+    token_budget = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Prompt plus completion tokens per budget period; empty means unlimited.",
+    )
+    budget_period = models.CharField(
+        max_length=8, choices=BudgetPeriod.choices, default=BudgetPeriod.MONTH
+    )
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -50,6 +63,11 @@ class ApiKey(models.Model):
     class Meta:
         verbose_name = "API key"
         ordering = ("-created_at",)
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(budget_period__in=BudgetPeriod.values), name="key_budget_period_valid"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} (llmgw_{self.prefix}_…)"
@@ -135,6 +153,7 @@ class UsageRecord(models.Model):
 
     class Origin(models.TextChoices):
         API = "api", "/api.php"
+        OPENAI = "openai", "/v1/ (OpenAI-compatible)"
         AGENT = "agent", "Agent"
 
     api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="usage")
@@ -182,3 +201,23 @@ class RateLimitWindow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.api_key_id} @ {self.window_start:%H:%M}: {self.count}"
+
+
+class BudgetWindow(models.Model):
+    """The tokens one key spent in one budget period (gateway.budgets), shared by every
+    process: added to with ``UPDATE ... SET tokens = tokens + n`` as each call is recorded."""
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="+")
+    period = models.CharField(max_length=8, choices=BudgetPeriod.choices)
+    period_start = models.DateTimeField()
+    tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=("api_key", "period", "period_start"), name="one_budget_window_per_period"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.api_key_id} {self.period} {self.period_start:%Y-%m-%d}: {self.tokens}"

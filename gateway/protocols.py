@@ -9,6 +9,7 @@ parser serves both paths of a protocol.
 """
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.routing import Endpoint
@@ -197,6 +198,17 @@ def embed_request(endpoint: Endpoint, model: str, texts: list[str]) -> tuple[str
     return path, {"model": endpoint.model_name(model), "input": texts}
 
 
+def embedding_tokens(endpoint: Endpoint, data: Any) -> int | None:
+    """The tokens an embedding answer says it read, if it says."""
+    if not isinstance(data, dict):
+        return None
+    if endpoint.api == "ollama":
+        count = data.get("prompt_eval_count")
+    else:
+        count = (data.get("usage") or {}).get("prompt_tokens")
+    return count if isinstance(count, int) else None
+
+
 def parse_embeddings(endpoint: Endpoint, data: Any, count: int) -> list[list[float]]:
     """The vectors of an embedding answer, in input order (ValueError when unreadable)."""
     if endpoint.api == "ollama":
@@ -209,3 +221,54 @@ def parse_embeddings(endpoint: Endpoint, data: Any, count: int) -> list[list[flo
     if len({len(v) for v in vectors}) != 1:
         raise ValueError("embeddings of different dimensions")
     return vectors
+
+
+# --- Streams and answers, read for the async client -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One line of a streamed answer: its text piece, the usage-bearing object (or None),
+    whether the stream is done, and the reason the model stopped, once it says it."""
+
+    piece: str
+    usage: dict | None
+    done: bool
+    finish_reason: str | None = None
+
+
+def read_chunk(endpoint: Endpoint, line: bytes) -> Chunk:
+    """:func:`parse_chunk` with the finish reason (ValueError etc. when unreadable)."""
+    piece, usage, done = parse_chunk(endpoint, line)
+    reason = None
+    if endpoint.api == "ollama":
+        if done:
+            reason = json.loads(line).get("done_reason") or "stop"
+    elif line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+        choices = json.loads(line[5:]).get("choices") or [{}]
+        reason = choices[0].get("finish_reason")
+    return Chunk(piece, usage, done, reason)
+
+
+def finish_reason(endpoint: Endpoint, data: Any) -> str:
+    """Why a whole (non-streamed) answer stopped: ``stop`` or ``length`` (OpenAI's words)."""
+    if not isinstance(data, dict):
+        return "stop"
+    if endpoint.api == "ollama":
+        return str(data.get("done_reason") or "stop")
+    choices = data.get("choices") or [{}]
+    return str(choices[0].get("finish_reason") or "stop")
+
+
+def response_format_fields(endpoint: Endpoint, response_format: dict | None) -> dict[str, Any]:
+    """The top-level body fields that ask the runtime for ``response_format`` (OpenAI's):
+    Ollama's ``format`` (``"json"`` or the JSON schema), or the field itself for an
+    OpenAI-compatible runtime. ``{"type": "text"}`` asks for nothing."""
+    if not response_format or response_format.get("type") == "text":
+        return {}
+    if endpoint.api != "ollama":
+        return {"response_format": response_format}
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return {"format": schema if isinstance(schema, dict) else "json"}
+    return {"format": "json"}

@@ -15,6 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
 
+from core import metrics
 from core.db import retry_if_dropped
 from core.exceptions import RateLimited
 from gateway.models import ApiKey, RateLimitWindow
@@ -58,6 +59,7 @@ def take_slot(
         if windows.filter(count__lt=limit).update(count=F("count") + 1):
             return
     retry_after = max(1, math.ceil((start + WINDOW - now).total_seconds()))
+    metrics.RATE_LIMITED.inc()
     raise RateLimited(limit=limit, retry_after=retry_after)
 
 

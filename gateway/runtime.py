@@ -21,6 +21,7 @@ busy (HTTP 503 or 429)    RuntimeBusy
 ========================  =====================
 """
 
+import contextlib
 import queue
 import threading
 import time
@@ -31,6 +32,7 @@ from typing import Any
 import requests
 from django.conf import settings
 
+from core import metrics, requestid, tracing
 from core.errors import error_id
 from core.exceptions import (
     ContextLengthExceeded,
@@ -62,6 +64,7 @@ class Generation:
     endpoint: Endpoint
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish_reason: str = "stop"  # or "length": OpenAI's words
 
 
 _session = session.make_session()
@@ -72,7 +75,12 @@ def _timeout() -> tuple[float, float]:
 
 
 def headers_for(endpoint: Endpoint) -> dict[str, str]:
-    return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    """The endpoint's key, and the id of the request the call is made for."""
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    rid = requestid.current()
+    if rid:
+        headers[requestid.HEADER] = rid
+    return headers
 
 
 def _raise_for_status(response: requests.Response, endpoint: Endpoint, model: str) -> None:
@@ -161,6 +169,7 @@ def generation_from(endpoint: Endpoint, model: str, data: Any) -> Generation:
         endpoint=endpoint,
         prompt_tokens=p_tokens,
         completion_tokens=c_tokens,
+        finish_reason=protocols.finish_reason(endpoint, data),
     )
 
 
@@ -180,14 +189,17 @@ def _stream_once(
     the connection is cut, which ends the generation at the runtime.
     """
     url, body = _request(endpoint, model, prompt, messages, options, stream=True)
+    headers = headers_for(endpoint)  # here: the helper thread has not the request's context
     items: queue.Queue = queue.Queue()
     call = abortable.Abortable()
+    sent = time.perf_counter()
+    first_token: float | None = None
 
     def pump() -> None:
         try:
             with call.sending():
                 response = _session.post(
-                    url, json=body, headers=headers_for(endpoint), timeout=_timeout(), stream=True
+                    url, json=body, headers=headers, timeout=_timeout(), stream=True
                 )
             if not call.attach_response(response):
                 return
@@ -241,6 +253,14 @@ def _stream_once(
                         "runtime_message": runtime_errors.one_line(str(exc)),
                     },
                 ) from exc
+            if piece and first_token is None:
+                first_token = time.perf_counter() - sent
+                metrics.RUNTIME_TTFT.labels(metrics.model_label(model, served=True)).observe(
+                    first_token
+                )
+                tracing.set_attributes(
+                    tracing.current_span(), **{"llm.time_to_first_token": first_token}
+                )
             pieces.append(piece)
             if final is not None:
                 usage = final
@@ -315,9 +335,15 @@ def generate(
         try:
             if endpoint.api != "ollama":
                 _require_served(endpoint, model)
-            if should_stop is None:
-                return generate_at(endpoint, model, prompt, options, messages)
-            return _stream_once(endpoint, model, prompt, options, should_stop, messages)
+            with observed_call(model, endpoint, streamed=should_stop is not None) as observe:
+                if should_stop is None:
+                    generation = generate_at(endpoint, model, prompt, options, messages)
+                else:
+                    generation = _stream_once(
+                        endpoint, model, prompt, options, should_stop, messages
+                    )
+                observe(generation)
+            return generation
         except RuntimeFailure as err:
             if not isinstance(err, FAILOVER_ERRORS):
                 raise
@@ -325,6 +351,45 @@ def generate(
             last_error = err
     assert last_error is not None
     raise last_error
+
+
+@contextlib.contextmanager
+def observed_call(
+    model: str, endpoint: Endpoint, *, streamed: bool = False
+) -> Iterator[Callable[[Generation], None]]:
+    """The metrics and span of one generation call to ``endpoint``: the block calls the
+    function it gets with the generation; an error leaving the block is its outcome."""
+    started = time.perf_counter()
+    traced = (
+        tracing.span("runtime.generate", **{"llm.model": model, "llm.endpoint": endpoint.name})
+        if tracing.enabled()
+        else contextlib.nullcontext()
+    )
+    with traced as span:
+
+        def observe(generation: Generation) -> None:
+            if span is None:
+                return
+            tracing.set_attributes(
+                span,
+                **{
+                    "llm.prompt_tokens": generation.prompt_tokens,
+                    "llm.completion_tokens": generation.completion_tokens,
+                    "llm.streamed": streamed,
+                },
+            )
+
+        try:
+            yield observe
+        except RuntimeFailure as err:
+            metrics.observe_runtime_call(model, endpoint.name, error_id(err), started)
+            raise
+        except BaseException as exc:  # stopped (a job's cancel, a client gone) or a bug
+            stopped = isinstance(exc, GenerationCancelled) or type(exc).__name__ == "CancelledError"
+            outcome = "cancelled" if stopped else "internal_error"
+            metrics.observe_runtime_call(model, endpoint.name, outcome, started)
+            raise
+        metrics.observe_runtime_call(model, endpoint.name, "ok", started)
 
 
 def list_models(endpoint: Endpoint) -> list[str]:

@@ -1,4 +1,5 @@
-"""The asynchronous half of the runtime client, for ``POST /api.php``'s async view.
+"""The asynchronous half of the runtime client, for the web's async views (``/api.php``,
+``/v1/``): whole answers (:func:`generate`) and streamed ones (:class:`GenerationStream`).
 
 The same protocols (``gateway.protocols``), routing (``gateway.routing``), timeouts and
 meaning of the runtime's answers (``gateway.runtime``, ``gateway.runtime_errors``) as the
@@ -11,11 +12,12 @@ A session belongs to the event loop it was made in (its pooled connections do), 
 is one per loop: one per server process, or one per request where a synchronous server
 runs the view on a loop of its own; it is closed when its loop shuts down.
 
-Cancelling the task that awaits a call (Django does when the client of /api.php goes
-away) closes the connection to the runtime, which ends the generation there.
+Cancelling the task that awaits a call, or closing a stream (Django does either when the
+client goes away) closes the connection to the runtime, which ends the generation there.
 """
 
 import asyncio
+import contextlib
 import json
 import time
 import weakref
@@ -25,10 +27,11 @@ from typing import Any
 import aiohttp
 from django.conf import settings
 
-from core.exceptions import RuntimeFailure, RuntimeTimeout, RuntimeUnavailable
+from core.exceptions import RuntimeAnswerError, RuntimeFailure, RuntimeTimeout, RuntimeUnavailable
 from gateway import protocols, routing, runtime
 from gateway.routing import Endpoint
 from gateway.runtime import Generation
+from gateway.runtime_errors import one_line
 
 _sessions: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncIterator[None]]
@@ -69,6 +72,14 @@ def _transport_error(exc: Exception, endpoint: Endpoint) -> RuntimeFailure:
     return RuntimeUnavailable(details={"runtime": endpoint.name})
 
 
+def _timeout() -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(
+        total=None,
+        sock_connect=settings.RUNTIME_CONNECT_TIMEOUT,
+        sock_read=settings.RUNTIME_READ_TIMEOUT,
+    )
+
+
 async def _call(
     endpoint: Endpoint, method: str, url: str, model: str, body: dict | None = None
 ) -> Any:
@@ -81,13 +92,8 @@ async def _call(
         headers = {**headers, "Content-Type": "application/json"}
     try:
         session = await _session()
-        timeout = aiohttp.ClientTimeout(
-            total=None,
-            sock_connect=settings.RUNTIME_CONNECT_TIMEOUT,
-            sock_read=settings.RUNTIME_READ_TIMEOUT,
-        )
         async with session.request(
-            method, url, data=data, headers=headers, timeout=timeout
+            method, url, data=data, headers=headers, timeout=_timeout()
         ) as response:
             status, text = response.status, await response.text()
     except (TimeoutError, aiohttp.ClientError) as exc:
@@ -105,18 +111,75 @@ async def list_models(endpoint: Endpoint) -> list[str]:
     return protocols.parse_models(endpoint, await _call(endpoint, "GET", url, ""))
 
 
-async def generate_at(endpoint: Endpoint, model: str, prompt: str, options: dict) -> Generation:
+Messages = list[dict[str, str]] | None
+
+
+def _request(
+    endpoint: Endpoint,
+    model: str,
+    prompt: str,
+    options: dict,
+    *,
+    messages: Messages,
+    response_format: dict | None,
+    stream: bool,
+) -> tuple[str, dict[str, Any]]:
+    """The (url, body) of a call: ``prompt`` on the generate path, or chat ``messages`` on
+    the chat path with the body fields of ``response_format``."""
+    if messages is None:
+        return protocols.generate_request(
+            endpoint,
+            model,
+            prompt,
+            options,
+            stream=stream,
+            default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
+        )
+    url, body = protocols.chat_request(
+        endpoint,
+        model,
+        messages,
+        options,
+        stream=stream,
+        default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
+    )
+    body.update(protocols.response_format_fields(endpoint, response_format))
+    return url, body
+
+
+async def generate_at(
+    endpoint: Endpoint,
+    model: str,
+    prompt: str,
+    options: dict,
+    *,
+    messages: Messages = None,
+    response_format: dict | None = None,
+) -> Generation:
     """:func:`gateway.runtime.generate_at`, awaited: one call to this endpoint only."""
-    url, body = protocols.generate_request(
+    url, body = _request(
         endpoint,
         model,
         prompt,
         options,
+        messages=messages,
+        response_format=response_format,
         stream=False,
-        default_max_tokens=settings.RUNTIME_DEFAULT_MAX_TOKENS,
     )
     data = await _call(endpoint, "POST", url, model, body)
     return runtime.generation_from(endpoint, model, data)
+
+
+async def served(endpoint: Endpoint) -> frozenset[str]:
+    """The models the runtime lists, kept as :func:`gateway.runtime.served_list_is_stale`
+    says; empty when it cannot be asked now."""
+    if runtime.served_list_is_stale(endpoint, ""):
+        try:
+            names = frozenset(await list_models(endpoint))
+        except RuntimeFailure:
+            return frozenset()
+        routing.served_models[endpoint.base_url] = (time.monotonic(), names)
+    return routing.served_models[endpoint.base_url][1]
 
 
 async def _require_served(endpoint: Endpoint, model: str) -> None:
@@ -130,10 +193,16 @@ async def _require_served(endpoint: Endpoint, model: str) -> None:
 
 
 async def generate(
-    endpoints: list[Endpoint], model: str, prompt: str, options: dict[str, Any] | None = None
+    endpoints: list[Endpoint],
+    model: str,
+    prompt: str,
+    options: dict[str, Any] | None = None,
+    *,
+    messages: Messages = None,
+    response_format: dict | None = None,
 ) -> Generation:
-    """:func:`gateway.runtime.generate` (without ``should_stop`` or ``messages``), awaited,
-    over ``endpoints``: :func:`routing.endpoints_for` reads the database, so the caller
+    """:func:`gateway.runtime.generate` (without ``should_stop``), awaited, over
+    ``endpoints``: :func:`routing.endpoints_for` reads the database, so the caller
     resolves them before it lets its connection go."""
     options = options or {}
     last_error: RuntimeFailure | None = None
@@ -141,7 +210,17 @@ async def generate(
         try:
             if endpoint.api != "ollama":
                 await _require_served(endpoint, model)
-            return await generate_at(endpoint, model, prompt, options)
+            with runtime.observed_call(model, endpoint) as observe:
+                generation = await generate_at(
+                    endpoint,
+                    model,
+                    prompt,
+                    options,
+                    messages=messages,
+                    response_format=response_format,
+                )
+                observe(generation)
+            return generation
         except RuntimeFailure as err:
             if not isinstance(err, runtime.FAILOVER_ERRORS):
                 raise
@@ -149,3 +228,138 @@ async def generate(
             last_error = err
     assert last_error is not None
     raise last_error
+
+
+class GenerationStream:
+    """One streamed generation: ``async for piece in stream`` receives the text deltas as
+    the runtime sends them; afterwards :attr:`generation` holds the whole text, the token
+    counts (asked for in the request: the runtime sends them last) and the finish reason.
+
+    The next endpoint of the model is tried only before the runtime accepted the call
+    (unreachable, busy): once a piece was received, a failure ends the stream with its
+    error. ``aclose()``, or cancelling the task that iterates, closes the connection to
+    the runtime, which ends the generation there. No thread: the socket is read on the
+    event loop.
+    """
+
+    def __init__(
+        self,
+        endpoints: list[Endpoint],
+        model: str,
+        prompt: str,
+        options: dict[str, Any] | None = None,
+        *,
+        messages: Messages = None,
+        response_format: dict | None = None,
+    ) -> None:
+        self.endpoints, self.model, self.prompt = endpoints, model, prompt
+        self.options = options or {}
+        self.messages, self.response_format = messages, response_format
+        self.generation: Generation | None = None
+        self._pieces = self._run()
+
+    def __aiter__(self) -> "GenerationStream":
+        return self
+
+    async def __anext__(self) -> str:
+        return await anext(self._pieces)
+
+    async def aclose(self) -> None:
+        await self._pieces.aclose()
+
+    async def _run(self) -> AsyncIterator[str]:
+        last_error: RuntimeFailure | None = None
+        for endpoint in self.endpoints:
+            try:
+                if endpoint.api != "ollama":
+                    await _require_served(endpoint, self.model)
+                response = await self._open(endpoint)
+            except RuntimeFailure as err:
+                if not isinstance(err, runtime.FAILOVER_ERRORS):
+                    raise
+                routing.mark_failed(endpoint)
+                last_error = err
+                continue
+            # Closed with this generator, so that the connection closes at once.
+            async with contextlib.aclosing(self._read(endpoint, response)) as pieces:
+                async for piece in pieces:
+                    yield piece
+            return
+        assert last_error is not None
+        raise last_error
+
+    async def _open(self, endpoint: Endpoint) -> aiohttp.ClientResponse:
+        """The runtime's 200 answer with its body still to read, else the error it means."""
+        url, body = _request(
+            endpoint,
+            self.model,
+            self.prompt,
+            self.options,
+            messages=self.messages,
+            response_format=self.response_format,
+            stream=True,
+        )
+        headers = {**runtime.headers_for(endpoint), "Content-Type": "application/json"}
+        try:
+            response = await (await _session()).post(
+                url,
+                data=json.dumps(body, allow_nan=False).encode(),
+                headers=headers,
+                timeout=_timeout(),
+            )
+            if response.status != 200:
+                status, text = response.status, await response.text()
+                response.release()
+                runtime.raise_for_answer(status, text, endpoint, self.model)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _transport_error(exc, endpoint) from exc
+        return response
+
+    async def _read(
+        self, endpoint: Endpoint, response: aiohttp.ClientResponse
+    ) -> AsyncIterator[str]:
+        pieces: list[str] = []
+        usage: dict | None = None
+        reason = "stop"
+        done = False
+        try:
+            async for raw in response.content:
+                line = raw.strip()
+                if not line:
+                    continue
+                chunk = _chunk(endpoint, line)
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                reason = chunk.finish_reason or reason
+                if chunk.piece:
+                    pieces.append(chunk.piece)
+                    yield chunk.piece
+                if chunk.done:
+                    break
+            done = True
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _transport_error(exc, endpoint) from exc
+        finally:
+            if done:
+                response.release()
+            else:  # cut off: the runtime sees the connection close and stops generating
+                response.close()
+        p_tokens, c_tokens = protocols.stream_usage(endpoint, usage)
+        self.generation = Generation(
+            text="".join(pieces),
+            model=self.model,
+            endpoint=endpoint,
+            prompt_tokens=p_tokens,
+            completion_tokens=c_tokens,
+            finish_reason=reason,
+        )
+
+
+def _chunk(endpoint: Endpoint, line: bytes) -> protocols.Chunk:
+    try:
+        return protocols.read_chunk(endpoint, line)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise RuntimeAnswerError(
+            "The model runtime sent an unreadable chunk.",
+            details={"runtime": endpoint.name, "runtime_message": one_line(str(exc))},
+        ) from exc

@@ -2,23 +2,25 @@
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import metrics
 from core.db import release_pooled_connections, retry_if_dropped
 from core.errors import status_and_id
 from core.exceptions import DomainError, Forbidden, InvalidApiKey, InvalidInput, ModelNotAllowed
-from gateway import keys, ratelimit, routing, rows, runtime, runtime_async
+from gateway import budgets, embeddings, keys, ratelimit, routing, rows, runtime, runtime_async
 from gateway.dbthread import in_thread
-from gateway.models import ApiKey, Scope, UsageRecord
+from gateway.models import ApiKey, BudgetPeriod, Scope, UsageRecord
 
 # last_used_at is written at most this often per key, so a busy key costs no write per call.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -47,6 +49,8 @@ def api_key_create(
     agent_starts_per_minute: int | None = None,
     agent_reads_per_minute: int | None = None,
     max_active_jobs: int | None = None,
+    token_budget: int | None = None,
+    budget_period: str = BudgetPeriod.MONTH,
     expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Creates a key and returns it with its plain text, which exists only now.
@@ -71,6 +75,8 @@ def api_key_create(
             agent_reads_per_minute, settings.DEFAULT_KEY_AGENT_READS_PER_MINUTE
         ),
         max_active_jobs=_or(max_active_jobs, settings.DEFAULT_KEY_MAX_ACTIVE_JOBS),
+        token_budget=token_budget,
+        budget_period=BudgetPeriod(budget_period),
         expires_at=expires_at,
     )
     return api_key, new.plain
@@ -138,6 +144,11 @@ def _require_model(api_key: ApiKey, model: str) -> None:
         raise ModelNotAllowed(model)
 
 
+# The faces a client calls the model through (``/api.php``, ``/v1/``): the key's ``model``
+# scope and its rate limit apply.
+CLIENT_ORIGINS = frozenset({UsageRecord.Origin.API, UsageRecord.Origin.OPENAI})
+
+
 @dataclass
 class ModelCallResult:
     model: str
@@ -145,19 +156,22 @@ class ModelCallResult:
     elapsed: float
     prompt_tokens: int | None
     completion_tokens: int | None
+    finish_reason: str = "stop"
 
 
 def _admit(api_key: ApiKey, model: str, origin: str, options: dict[str, Any] | None = None) -> None:
     """The checks before the runtime: scope, model permission, the options within the
     limits of the model's endpoints, then the rate limit (of a client's call: an agent's
     calls were paid for by the request that started its job)."""
-    api_key_require_scope(api_key, Scope.MODEL if origin == UsageRecord.Origin.API else Scope.AGENT)
+    clients = origin in CLIENT_ORIGINS
+    api_key_require_scope(api_key, Scope.MODEL if clients else Scope.AGENT)
     _require_model(api_key, model)
     errors = routing.option_errors(model, options)
     if errors:
         raise InvalidInput({f"options.{name}": messages for name, messages in errors.items()})
-    if origin == UsageRecord.Origin.API:  # an agent's own calls: its job was counted
+    if clients:  # an agent's own calls: its job was counted
         ratelimit.take_slot(api_key)
+    budgets.budget_check(api_key)  # every face and the agents' calls alike
 
 
 def _record_usage(
@@ -171,8 +185,14 @@ def _record_usage(
     status: int,
     error: str,
     elapsed: float,
+    prompt_tokens: int | None = None,
 ) -> None:
-    """The one usage row of a call: metadata, never the prompt or the answer."""
+    """The one usage row of a call: metadata, never the prompt or the answer (the tokens
+    read are the generation's, else ``prompt_tokens``: an embedding's)."""
+    used_prompt = generation.prompt_tokens if generation else prompt_tokens
+    used_completion = generation.completion_tokens if generation else None
+    metrics.observe_tokens(model, used_prompt, used_completion)
+    budgets.budget_add(api_key, (used_prompt or 0) + (used_completion or 0))
     rows.insert(
         UsageRecord(
             api_key=api_key,
@@ -185,8 +205,8 @@ def _record_usage(
             elapsed=elapsed,
             prompt_chars=prompt_chars,
             response_chars=len(generation.text) if generation else 0,
-            prompt_tokens=generation.prompt_tokens if generation else None,
-            completion_tokens=generation.completion_tokens if generation else None,
+            prompt_tokens=used_prompt,
+            completion_tokens=used_completion,
         ),
         durable=not settings.USAGE_ASYNC_COMMIT,
     )
@@ -199,7 +219,12 @@ def _result(model: str, generation: runtime.Generation, elapsed: float) -> Model
         elapsed=elapsed,
         prompt_tokens=generation.prompt_tokens,
         completion_tokens=generation.completion_tokens,
+        finish_reason=generation.finish_reason,
     )
+
+
+def _prompt_chars(prompt: str, messages: list[dict[str, str]] | None) -> int:
+    return len(prompt) if messages is None else sum(len(m["content"]) for m in messages)
 
 
 def model_call(
@@ -242,9 +267,7 @@ def model_call(
             origin=origin,
             job_id=job_id,
             model=model,
-            prompt_chars=(
-                len(prompt) if messages is None else sum(len(m["content"]) for m in messages)
-            ),
+            prompt_chars=_prompt_chars(prompt, messages),
             generation=generation,
             status=status,
             error=error,
@@ -255,27 +278,65 @@ def model_call(
 
 @dataclass(frozen=True)
 class AdmittedCall:
-    """A call of ``/api.php`` that passed its checks, with the endpoints to try."""
+    """A client's call (``/api.php``, ``/v1/``) that passed its checks, with the endpoints
+    to try. ``messages`` (chat messages) replace ``prompt`` on the runtime's chat path."""
 
     api_key: ApiKey
     model: str
     prompt: str
     options: dict[str, Any] | None
     endpoints: list[routing.Endpoint]
+    origin: str = UsageRecord.Origin.API
+    messages: list[dict[str, str]] | None = None
+    response_format: dict[str, Any] | None = None
 
 
 def model_call_admit(
-    *, api_key: ApiKey, model: str, prompt: str, options: dict[str, Any] | None = None
+    *,
+    api_key: ApiKey,
+    model: str,
+    prompt: str = "",
+    options: dict[str, Any] | None = None,
+    origin: str = UsageRecord.Origin.API,
+    messages: list[dict[str, str]] | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> AdmittedCall:
-    """The database work of an ``/api.php`` call before the model: scope, model permission,
+    """The database work of a client's call before the model: scope, model permission,
     rate limit, and the endpoints of ``model`` (the routing table is read from the
     database now and then). Synchronous: an async caller runs it in a thread."""
-    _admit(api_key, model, UsageRecord.Origin.API, options)
-    return AdmittedCall(api_key, model, prompt, options, routing.endpoints_for(model))
+    _admit(api_key, model, origin, options)
+    endpoints = routing.endpoints_for(model)
+    return AdmittedCall(
+        api_key, model, prompt, options, endpoints, origin, messages, response_format
+    )
+
+
+async def _record_call(
+    call: AdmittedCall,
+    generation: runtime.Generation | None,
+    *,
+    started: float,
+    status: int,
+    error: str,
+) -> float:
+    elapsed = round(time.perf_counter() - started, 3)
+    await in_thread(
+        _record_usage,
+        api_key=call.api_key,
+        origin=call.origin,
+        job_id="",
+        model=call.model,
+        prompt_chars=_prompt_chars(call.prompt, call.messages),
+        generation=generation,
+        status=status,
+        error=error,
+        elapsed=elapsed,
+    )
+    return elapsed
 
 
 async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallResult:
-    """:func:`model_call` for ``/api.php``'s async view, after :func:`model_call_admit`.
+    """:func:`model_call` for the async views, after :func:`model_call_admit`.
 
     Holds no database connection while it awaits the model. If the awaiting task is
     cancelled (the client went away), the runtime call is closed and the usage row says
@@ -284,7 +345,12 @@ async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallRe
     status, error, generation = 200, "", None
     try:
         generation = await runtime_async.generate(
-            call.endpoints, call.model, call.prompt, call.options
+            call.endpoints,
+            call.model,
+            call.prompt,
+            call.options,
+            messages=call.messages,
+            response_format=call.response_format,
         )
     except DomainError as err:
         status, error = status_and_id(err)
@@ -293,20 +359,74 @@ async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallRe
         status, error = 499, "cancelled"
         raise
     finally:
-        elapsed = round(time.perf_counter() - started, 3)
+        elapsed = await _record_call(call, generation, started=started, status=status, error=error)
+    return _result(call.model, generation, elapsed)
+
+
+async def model_call_stream(
+    call: AdmittedCall, *, started: float
+) -> AsyncIterator[str | ModelCallResult]:
+    """The text deltas of the model's answer as the runtime sends them, after
+    :func:`model_call_admit`, then, last, the :class:`ModelCallResult` (tokens, elapsed,
+    finish reason). The usage row is written when the stream ends: ``cancelled`` (499) if
+    the consumer closed it early or was cancelled (the client went away: the runtime call
+    is closed), else the answer's status."""
+    stream = runtime_async.GenerationStream(
+        call.endpoints,
+        call.model,
+        call.prompt,
+        call.options,
+        messages=call.messages,
+        response_format=call.response_format,
+    )
+    status, error = 499, "cancelled"
+    try:
+        async for piece in stream:
+            yield piece
+        status, error = 200, ""
+    except DomainError as err:
+        status, error = status_and_id(err)
+        raise
+    finally:
+        await stream.aclose()
+        elapsed = await _record_call(
+            call, stream.generation, started=started, status=status, error=error
+        )
+    assert stream.generation is not None
+    yield _result(call.model, stream.generation, elapsed)
+
+
+async def embedding_call_async(
+    *, api_key: ApiKey, model: str, texts: list[str], started: float
+) -> tuple[np.ndarray, int]:
+    """The vectors of ``texts`` for a client of ``/v1/embeddings`` and the tokens read,
+    after the same checks as a model call (scope, model permission, rate limit), with one
+    usage row. The model runs in a worker thread, not the request's."""
+    await in_thread(_admit, api_key, model, UsageRecord.Origin.OPENAI)
+    status, error, tokens = 200, "", None
+    try:
+        vectors, tokens = await asyncio.to_thread(embeddings.embed_with, model, texts)
+    except DomainError as err:
+        status, error = status_and_id(err)
+        raise
+    except asyncio.CancelledError:
+        status, error = 499, "cancelled"
+        raise
+    finally:
         await in_thread(
             _record_usage,
-            api_key=call.api_key,
-            origin=UsageRecord.Origin.API,
+            api_key=api_key,
+            origin=UsageRecord.Origin.OPENAI,
             job_id="",
-            model=call.model,
-            prompt_chars=len(call.prompt),
-            generation=generation,
+            model=model,
+            prompt_chars=sum(map(len, texts)),
+            generation=None,
             status=status,
             error=error,
-            elapsed=elapsed,
+            elapsed=round(time.perf_counter() - started, 3),
+            prompt_tokens=tokens,
         )
-    return _result(call.model, generation, elapsed)
+    return vectors, tokens
 
 
 def usage_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:

@@ -32,7 +32,7 @@ MODEL_CALL_ERRORS: dict[int, tuple[str, ...]] = {
     ),
     401: ("invalid_api_key",),
     403: ("forbidden", "model_not_allowed"),
-    429: ("rate_limited",),
+    429: ("rate_limited", "budget_exceeded"),
     502: ("runtime_unavailable", "runtime_error"),
     503: ("runtime_busy",),
     504: ("runtime_timeout",),

@@ -157,11 +157,19 @@ def prepare(say) -> tuple[str, Path]:
     call_command("migrate", interactive=False, verbosity=0)
     say("collecting static files")
     call_command("collectstatic", interactive=False, verbosity=0)
+    clear_metrics(settings.METRICS_DIR)
     key_path = settings.VAR_DIR / "demo_key"
     plain, created = ensure_demo_key(key_path)
     say(f"{'created a new' if created else 'using the'} demo key in {key_path}")
     connections.close_all()
     return plain, key_path
+
+
+def clear_metrics(directory: Path) -> None:
+    """Empties the metrics of the previous run (core.metrics): the counters of GET /metrics
+    start from zero with the service, as Prometheus expects of a restart."""
+    for path in directory.glob("*.db"):
+        path.unlink(missing_ok=True)
 
 
 # --- The supervised group ---------------------------------------------------------------

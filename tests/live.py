@@ -6,14 +6,17 @@ runs in its own process group with its output in a log file, and is stopped, or 
 the fixture that started it (``tests/conftest.py``).
 """
 
+import atexit
 import contextlib
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,10 @@ from django.db import connection
 PROJECT = Path(__file__).resolve().parent.parent
 #: Fixed ports of this suite's own servers (a range no other service of the machine uses).
 OWN_PORTS = range(19500, 19600)
+#: The metrics files of the processes a session starts (core.metrics): a directory of the
+#: session's own, so that the checkout's var/metrics does not gather every test's processes.
+SESSION_METRICS_DIR = tempfile.mkdtemp(prefix="llmgw-test-metrics-")
+atexit.register(shutil.rmtree, SESSION_METRICS_DIR, ignore_errors=True)
 
 
 def database_url() -> str:
@@ -50,6 +57,7 @@ def service_env(runtime_url: str, **extra: str) -> dict[str, str]:
         "REDIS_URL": "",
         "LOG_LEVEL": "WARNING",
         "PYTHONUNBUFFERED": "1",
+        "PROMETHEUS_MULTIPROC_DIR": SESSION_METRICS_DIR,
         **extra,
     }
 

@@ -144,3 +144,17 @@ def test_the_dashboard_costs_the_same_queries_with_ten_times_the_rows(make_key):
             _usage(api_key, days_ago=n, model=f"m{n % 3}")
             make_job(api_key, status=JobStatus.FINISHED)
     assert queries() == few
+
+
+def test_the_dashboard_tells_the_two_faces_and_the_agents_apart(make_key):
+    api_key, _ = make_key()
+    _usage(api_key, origin=UsageRecord.Origin.API, prompt_tokens=1, completion_tokens=1)
+    _usage(api_key, origin=UsageRecord.Origin.OPENAI, prompt_tokens=2, completion_tokens=3)
+    _usage(api_key, origin=UsageRecord.Origin.OPENAI, status=502, error="runtime_unavailable")
+    _usage(api_key, origin=UsageRecord.Origin.AGENT)
+    rows = selectors.usage_by_origin(selectors.Period.ending_today())
+    assert [(r["label"], r["calls"], r["errors"], r["tokens"]) for r in rows] == [
+        ("Agent", 1, 0, 0),
+        ("/api.php", 1, 0, 2),
+        ("/v1/ (OpenAI-compatible)", 2, 1, 5),
+    ]

@@ -40,6 +40,15 @@ class Command(BaseCommand):
             default=None,
             help="Jobs queued or running at once (0 = unlimited).",
         )
+        parser.add_argument(
+            "--token-budget",
+            type=int,
+            default=None,
+            help="Prompt plus completion tokens per budget period (default: unlimited).",
+        )
+        parser.add_argument(
+            "--budget-period", choices=("day", "month"), default="month", help="UTC."
+        )
         parser.add_argument("--expires-in-days", type=int, default=None)
 
     def handle(self, *args, **opts):
@@ -49,6 +58,8 @@ class Command(BaseCommand):
         expires_at = None
         if opts["expires_in_days"] is not None:
             expires_at = timezone.now() + timedelta(days=opts["expires_in_days"])
+        if opts["token_budget"] is not None and opts["token_budget"] < 0:
+            raise CommandError("--token-budget must be 0 or more.")
         try:
             api_key, plain = services.api_key_create(
                 name=opts["name"],
@@ -59,6 +70,8 @@ class Command(BaseCommand):
                 agent_starts_per_minute=opts["agent_starts_per_minute"],
                 agent_reads_per_minute=opts["agent_reads_per_minute"],
                 max_active_jobs=opts["max_active_jobs"],
+                token_budget=opts["token_budget"],
+                budget_period=opts["budget_period"],
                 expires_at=expires_at,
             )
         except ValueError as exc:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0005_default_prompt_example"),
+        ("agents", "0006_job_request_id"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
