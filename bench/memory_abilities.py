@@ -19,9 +19,9 @@ held-out half counts: nothing is tuned on it):
   stale value that is there too, on a line that says it is the most recent;
 * abstention: retrieval added at most 2 messages and at most 5% of the budget.
 
-"catch-up": a 10,000-message import of which only the newest fifth has vectors (the
-embedder's catch-up still under way), and none: ``bench/memory_facts.py``'s facts asked
-with shared words and paraphrased, in hybrid mode.
+"catch-up": a 10,000-message import asked at once, before the embedder's catch-up gave
+any of it a vector, and after it: ``bench/memory_facts.py``'s facts asked with shared
+words and paraphrased, in hybrid mode.
 
 With ``--model`` (the ``local`` extra), the embedded Gemma 3 270M answers each held-out
 question at 2,000 messages from that prompt, and a reply is right when it contains one of
@@ -55,7 +55,6 @@ SPAN = timedelta(days=90)
 RECENT_MARGIN = 120  # planted messages stay this far before the question
 MODEL_DEPTH = 2_000
 CATCH_UP_DEPTH = 10_000
-CATCH_UP_SHARE = 0.2
 
 
 def _cases():
@@ -177,6 +176,14 @@ class Worker:
         if answer:
             text = ctx.call_model(name="reply", **render.model_input(self.profile, context))
             reply = clean_reply(text, transcript=self.profile.is_transcript).text
+        if os.environ.get("MEMORY_BENCH_DEBUG"):  # what the searches found, on stderr
+            from agents.models import Step
+
+            for step in Step.objects.filter(job=claimed, name="search_history"):
+                result = step.output.get("result", {})
+                found = [(m["seq"], m.get("similarity"), m["content"][:50])
+                         for m in result.get("messages", [])]  # fmt: skip
+                print(question, step.input, found, result.get("left_out", [])[:4], file=sys.stderr)
         jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
         Message.objects.filter(job=claimed).delete()
         return context, reply
@@ -221,7 +228,7 @@ class Worker:
     def catch_up(self) -> dict:
         out = {}
         facts = self.facts[:20]
-        for state, embed_from in (("newest fifth", 1 - CATCH_UP_SHARE), ("none", 1.0)):
+        for state, embed_from in (("none embedded", 1.0), ("all embedded", 0.0)):
             seqs = self.rng.sample(range(1, CATCH_UP_DEPTH - RECENT_MARGIN, 2), len(facts))
             planted = {seq: fact for seq, (fact, _, _) in zip(seqs, facts, strict=True)}
             conversation = self.fill(f"catch-up-{state}", CATCH_UP_DEPTH, planted, embed_from)
@@ -242,6 +249,9 @@ def run_tree(tree: Path, database: str, cache: Path, runtime_url: str | None) ->
 
     with DATABASES[database]() as url:
         extra = {"EMBEDDING_BACKEND": "local", "MEMORY_BENCH_TREE": str(tree)}
+        for name in ("MEMORY_BENCH_DEPTHS", "MEMORY_BENCH_DEBUG"):  # for trying things out
+            if name in os.environ:
+                extra[name] = os.environ[name]
         if runtime_url:
             extra |= {"MODEL_RUNTIME_API": "openai", "RUNTIME_READ_TIMEOUT": 240}
         env = service_env(url, runtime_url=runtime_url or "http://127.0.0.1:9", tree=tree, **extra)
@@ -252,6 +262,8 @@ def run_tree(tree: Path, database: str, cache: Path, runtime_url: str | None) ->
             command, cwd=tree, env=env, capture_output=True, text=True, timeout=7200
         )
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if os.environ.get("MEMORY_BENCH_DEBUG"):
+            print(done.stderr, file=sys.stderr)
         if done.returncode != 0 or line is None:
             raise RuntimeError(f"the worker failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
         return json.loads(line.removeprefix("RESULT "))
