@@ -103,9 +103,10 @@ class MessageAdmin(HistoryAdmin):
 
 @admin.register(EmbeddingCatchUp)
 class EmbeddingCatchUpAdmin(HistoryAdmin):
-    """Read-only: how far the embedding catch-up got, per model, and how fast it goes."""
+    """Read-only: how far the embedding catch-up got, per model, and (on a model's page:
+    two counts, not one per row of a list) how fast it goes."""
 
-    list_display = ("model", "below_id", "per_minute", "waiting")
+    list_display = ("model", "below_id")
     fields = ("model", "below_id", "per_minute", "waiting")
     readonly_fields = fields
 

@@ -147,9 +147,14 @@ def test_the_admin_shows_how_fast_the_catch_up_goes(owner_key, staff_client):  #
     conversation = conversation_of_facts(owner_key, 10)
     vectors.embed_pending(conversation_id=conversation.pk, limit=4)
     EmbeddingCatchUp.objects.create(model=embeddings.model_id(), below_id=0)
+    from django.contrib.admin.utils import quote
+
     progress = vectors.catch_up_progress(embeddings.model_id())
     assert progress == {"per_minute": 0.4, "waiting": 6}
-    page = staff_client.get(reverse("admin:conversations_embeddingcatchup_changelist"))
+    model = embeddings.model_id()
+    page = staff_client.get(
+        reverse("admin:conversations_embeddingcatchup_change", args=[quote(model)])
+    )
     assert page.status_code == 200
     assert b"vectors stored per minute" in page.content.lower()
 
