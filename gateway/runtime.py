@@ -255,9 +255,7 @@ def _stream_once(
                 ) from exc
             if piece and first_token is None:
                 first_token = time.perf_counter() - sent
-                metrics.RUNTIME_TTFT.labels(metrics.model_label(model, served=True)).observe(
-                    first_token
-                )
+                metrics.observe_time_to_first_token(model, first_token)
                 tracing.set_attributes(
                     tracing.current_span(), **{"llm.time_to_first_token": first_token}
                 )
