@@ -250,3 +250,33 @@ def test_the_lists_fit_in_1400_pixels(page, live_server, own_key, model):
     if model == "gateway_usagerecord":
         page.click(f"a[href$='{job.pk}/change/']")
         page.wait_for_selector("#step-timeline, .field-timeline")
+
+
+def test_the_api_docs_try_it_out_starts_a_job_with_the_example_as_it_is(
+    page, live_server, make_key, superuser, sync_queue
+):
+    _, plain = make_key(name="docs", owner=superuser, scopes=("model", "agent"))
+    _open(page, live_server, "/api/docs/")
+    page.wait_for_selector(".opblock")
+    # One error component per status, not one per operation and status.
+    schemas = page.locator("section.models .model-container").all_inner_texts()
+    assert len([s for s in schemas if s.startswith("Error")]) <= 15
+    page.click("button.authorize")
+    page.fill(".modal-ux input", plain)
+    page.click(".modal-ux .auth-btn-wrapper button.authorize")
+    page.click(".modal-ux button.btn-done")
+    operation = page.locator(".opblock", has=page.locator("[data-path='/agent/job/start']"))
+    operation.locator(".opblock-summary").click()
+    body = operation.locator(".body-param__example, .microlight").first.inner_text()
+    assert '"profile": "default"' in body and "T-1042" in body
+    _shot(page, "api-docs-job-start")
+    operation.locator("button.try-out__btn").click()
+    operation.locator("button.execute").click()
+    live = operation.locator(".live-responses-table tbody .response-col_status")
+    live.first.wait_for()
+    assert live.first.inner_text().strip().startswith("200")
+    answer = operation.locator(".live-responses-table .microlight").first.inner_text()
+    assert '"status": "queued"' in answer
+    _shot(page, "api-docs-try-it-out")
+    operation.locator(".live-responses-table").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "api-docs-try-it-out-answer.png"))
