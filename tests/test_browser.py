@@ -17,7 +17,7 @@ from agents import tasks
 from agents.models import JobStatus, Step, StepKind
 from gateway.models import ApiKey, UsageRecord
 from tests.conftest import STAFF_PASSWORD
-from tests.factories import InThread, make_job, wait_for
+from tests.factories import InThread, default_profile, make_job, wait_for
 from tests.runtime_server import Reply
 from tests.test_backoffice import _conversation_with_two_turns
 
@@ -260,6 +260,7 @@ def test_the_api_docs_try_it_out_starts_a_job_with_the_example_as_it_is(
     page, live_server, make_key, superuser, sync_queue
 ):
     _, plain = make_key(name="docs", owner=superuser, scopes=("model", "agent"))
+    default_profile()  # the example's profile (a flushed database lost the migration's)
     _open(page, live_server, "/api/docs/")
     page.wait_for_selector(".opblock")
     # One error component per status, not one per operation and status.
