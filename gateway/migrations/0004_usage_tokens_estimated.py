@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("gateway", "0002_option_limits_and_agent_quotas"),
+        ("gateway", "0003_usage_origin_openai"),
     ]
 
     operations = [
