@@ -397,7 +397,9 @@ async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallRe
             response_format=call.response_format,
         )
         if generation.prompt_tokens is None or generation.completion_tokens is None:
-            generation = await in_thread(counted, call.model, call.prompt, None, generation)
+            generation = await in_thread(
+                counted, call.model, call.prompt, call.messages, generation
+            )
     except DomainError as err:
         status, error = status_and_id(err)
         raise

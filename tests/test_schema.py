@@ -75,17 +75,22 @@ def test_the_schema_documents_the_answers_of_the_model_endpoint(schema):
     assert set(ids) <= set(shape("400")["properties"]["error"]["enum"])
 
 
+def own_paths(schema: dict) -> dict:
+    """The service's own API: /v1/ answers in OpenAI's shapes, errors included."""
+    return {p: m for p, m in schema["paths"].items() if not p.startswith("/v1/")}
+
+
 def test_error_answers_are_one_component_per_status_with_every_id_it_carries(schema):
-    errors = {n for n in schema["components"]["schemas"] if "Error" in n}
+    errors = {n for n in schema["components"]["schemas"] if n.startswith("Error")}
     statuses = {
         code
-        for methods in schema["paths"].values()
+        for methods in own_paths(schema).values()
         for operation in methods.values()
         for code in operation["responses"]
         if code != "200"
     }
     assert errors == {f"Error{code}" for code in statuses}
-    for methods in schema["paths"].values():
+    for methods in own_paths(schema).values():
         for operation in methods.values():
             for code, answer in operation["responses"].items():
                 if code == "200":
@@ -107,7 +112,7 @@ def _validate(schema: dict, fragment: dict, value) -> None:
 
 
 def test_every_operation_has_an_example_request_and_answer_that_match_its_schema(schema):
-    for path, methods in schema["paths"].items():
+    for path, methods in own_paths(schema).items():
         for method, operation in methods.items():
             where = f"{method.upper()} {path}"
             body = operation.get("requestBody")
