@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("gateway", "0003_usage_origin_openai"),
+        ("gateway", "0004_key_token_budgets"),
     ]
 
     operations = [
