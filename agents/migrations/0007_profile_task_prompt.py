@@ -19,7 +19,7 @@ def set_task_prompt(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0005_default_prompt_example"),
+        ("agents", "0006_job_request_id"),
     ]
 
     operations = [
