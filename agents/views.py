@@ -4,6 +4,7 @@ from rest_framework.response import Response
 
 from agents import selectors, services
 from agents.api import AgentAPIView
+from agents.examples import JOB_CANCEL, JOB_START, JOB_STATUS
 from agents.serializers import (
     JobCancelResponseSerializer,
     JobStartRequestSerializer,
@@ -32,6 +33,7 @@ class JobStartView(AgentAPIView):
             ),
         },
         description="Starts a task job. Answers once the job is committed and enqueued.",
+        examples=JOB_START,
     )
     def post(self, request: Request) -> Response:
         serializer = JobStartRequestSerializer(data=request.data)
@@ -57,6 +59,7 @@ class JobDetailView(AgentAPIView):
             200: JobStatusResponseSerializer,
             **error_responses("JobDetail", ANY_ENDPOINT, AGENT_KEY, {404: ("job_not_found",)}),
         },
+        examples=JOB_STATUS,
     )
     @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, job_id: str) -> Response:
@@ -85,6 +88,7 @@ class JobCancelView(AgentAPIView):
             "cancelling/cancelled jobs; 409 job_not_cancellable (with `details.status`) for "
             "finished/failed ones."
         ),
+        examples=JOB_CANCEL,
     )
     @retry_if_dropped_before_commit  # idempotent: a second run finds the status it set
     def post(self, request: Request, job_id: str) -> Response:

@@ -28,7 +28,7 @@ import json
 import time
 from typing import Any
 
-from agents.answers import NOT_OFFERED, parse_answer
+from agents.answers import NOT_OFFERED, RETRY_OPTIONS, parse_answer
 from agents.context import AgentFailure, JobCancelled, JobContext
 from agents.kinds import agent
 from agents.models import JobKind, StepKind
@@ -57,8 +57,6 @@ MAX_NAMES = 2
 SECOND_ROUND_LIMIT = 2
 SECOND_ROUND_AFTER = 1.0
 TOOL_RESULT_CHARS = 600
-# Options of a call that asks again after an unusable answer.
-RETRY_OPTIONS = {"temperature": 0.7}
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:

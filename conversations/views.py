@@ -4,6 +4,7 @@ from rest_framework.response import Response
 
 from agents.api import AgentAPIView
 from conversations import selectors, services
+from conversations.examples import CHAT_START, CONVERSATION
 from conversations.serializers import (
     ChatRequestSerializer,
     ChatStartResponseSerializer,
@@ -33,6 +34,7 @@ class ChatView(AgentAPIView):
             "conversation. Chats of one conversation run one at a time, in arrival order. "
             "A prompt too long for the profile's context window is 400 validation_error."
         ),
+        examples=CHAT_START,
     )
     def post(self, request: Request) -> Response:
         serializer = ChatRequestSerializer(data=request.data)
@@ -69,6 +71,7 @@ class ConversationDetailView(AgentAPIView):
             "`limit`, all of them; with it, the newest page, and `has_more` tells whether "
             "to ask for the next one with `before` = the first message's `seq`."
         ),
+        examples=CONVERSATION,
     )
     @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, conversation_id: str) -> Response:

@@ -65,6 +65,9 @@ class Generation:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"  # or "length": OpenAI's words
+    # True when the runtime reported no counts and they were counted with the model's
+    # tokenizer afterwards (:func:`gateway.services.counted`).
+    tokens_estimated: bool = False
 
 
 _session = session.make_session()
