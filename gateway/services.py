@@ -379,6 +379,14 @@ async def _record_call(
     return elapsed
 
 
+async def _with_counts(call: AdmittedCall, generation: runtime.Generation) -> runtime.Generation:
+    """:func:`counted`, in a thread (a tokenizer may load), only when the runtime left a
+    count out."""
+    if generation.prompt_tokens is None or generation.completion_tokens is None:
+        return await in_thread(counted, call.model, call.prompt, call.messages, generation)
+    return generation
+
+
 async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallResult:
     """:func:`model_call` for the async views, after :func:`model_call_admit`.
 
@@ -396,10 +404,7 @@ async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallRe
             messages=call.messages,
             response_format=call.response_format,
         )
-        if generation.prompt_tokens is None or generation.completion_tokens is None:
-            generation = await in_thread(
-                counted, call.model, call.prompt, call.messages, generation
-            )
+        generation = await _with_counts(call, generation)
     except DomainError as err:
         status, error = status_and_id(err)
         raise
@@ -431,6 +436,8 @@ async def model_call_stream(
     try:
         async for piece in stream:
             yield piece
+        assert stream.generation is not None
+        stream.generation = await _with_counts(call, stream.generation)
         status, error = 200, ""
     except DomainError as err:
         status, error = status_and_id(err)
