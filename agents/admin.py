@@ -12,6 +12,7 @@ from django.utils.text import Truncator
 
 from agents import services
 from agents.models import AgentProfile, IdempotencyKey, Job, JobStatus, Step
+from agents.prompt_view import prompt_views
 from agents.webhook_admin import WebhookDeliveryInline
 from core.admin import HistoryAdmin, ServiceAdmin, format_seconds, seconds_between, status_badge
 from core.exceptions import JobNotCancellable
@@ -37,9 +38,11 @@ class AgentProfileAdmin(ServiceAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(ServiceAdmin):
+class JobAdmin(HistoryAdmin):
+    """Jobs are read, never edited: the page has no Save; Cancel is a service call."""
+
     list_display = (
-        "id",
+        "short_id",
         "kind",
         "status_colour",
         "model_name",
@@ -51,6 +54,7 @@ class JobAdmin(ServiceAdmin):
     )
     list_filter = ("status", "kind", "source", "scope_type", "created_at")
     search_fields = ("id", "scope_id")
+    list_display_links = ("short_id",)
     list_select_related = ("profile", "api_key")
     date_hierarchy = "created_at"
     change_form_template = "admin/agents/job/change_form.html"
@@ -94,8 +98,9 @@ class JobAdmin(ServiceAdmin):
     actions = ("cancel_selected",)
     inlines = (WebhookDeliveryInline,)
 
-    def has_add_permission(self, request) -> bool:
-        return False
+    def has_cancel_permission(self, request, obj=None) -> bool:
+        """Cancelling changes a job's status: staff who may change jobs."""
+        return request.user.has_perm("agents.change_job")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(steps_count=Count("steps"))
@@ -108,7 +113,9 @@ class JobAdmin(ServiceAdmin):
         ]
 
     def render_change_form(self, request, context, *args, obj=None, **kwargs):
-        context["cancellable"] = obj is not None and obj.status in CANCELLABLE
+        context["cancellable"] = (
+            obj is not None and obj.status in CANCELLABLE and self.has_cancel_permission(request)
+        )
         return super().render_change_form(request, context, *args, obj=obj, **kwargs)
 
     def cancel_view(self, request: HttpRequest, object_id: str):
@@ -116,7 +123,7 @@ class JobAdmin(ServiceAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         job = get_object_or_404(Job, pk=unquote(object_id))
-        if not self.has_change_permission(request, job):
+        if not self.has_cancel_permission(request, job):
             raise PermissionDenied
         try:
             status = services.job_cancel(job)
@@ -129,6 +136,12 @@ class JobAdmin(ServiceAdmin):
     @admin.display(description="status", ordering="status")
     def status_colour(self, obj: Job) -> str:
         return status_badge(obj.status)
+
+    @admin.display(description="job", ordering="id")
+    def short_id(self, obj: Job) -> str:
+        """The id's end, which tells jobs apart (a ULID's start is its time, shown beside
+        it); the whole id in the title and on the job's page. The list fits 1,280 px."""
+        return format_html('<span title="{}">…{}</span>', obj.pk, obj.pk[-10:])
 
     @admin.display(description="model", ordering="profile__model")
     def model_name(self, obj: Job) -> str:
@@ -170,17 +183,19 @@ class JobAdmin(ServiceAdmin):
     def timeline(self, obj: Job) -> str:
         steps = list(obj.steps.order_by("index")[: STEPS_SHOWN + 1])
         all_steps = reverse("admin:agents_step_changelist") + "?" + urlencode({"job": obj.pk})
+        views = prompt_views(obj, steps[:STEPS_SHOWN])
         return render_to_string(
             "admin/agents/job/timeline.html",
             {
-                "steps": steps[:STEPS_SHOWN],
+                "job": obj,
+                "steps": [(step, views.get(step.index)) for step in steps[:STEPS_SHOWN]],
                 "more": len(steps) > STEPS_SHOWN,
                 "total": obj.steps.count() if len(steps) > STEPS_SHOWN else len(steps),
                 "all_steps_url": all_steps,
             },
         )
 
-    @admin.action(description="Cancel selected jobs")
+    @admin.action(description="Cancel selected jobs", permissions=["cancel"])
     def cancel_selected(self, request, queryset):
         outcomes: dict[str, int] = {}
         for job in queryset:

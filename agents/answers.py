@@ -12,6 +12,9 @@ from typing import Any
 TOOL_CALL_FORMAT = '{"tool": "<name>", "arguments": {...}}'
 # What the agents tell (in a note) of a tool call that no tool list in the prompt offered.
 NOT_OFFERED = "The answer is a tool call, but the prompt offered no tools."
+# Options of a call that asks again after an unusable (empty) answer: greedy decoding
+# would give the same answer again.
+RETRY_OPTIONS = {"temperature": 0.7}
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 

@@ -154,6 +154,8 @@ class JobContext:
                 completion_tokens=result.completion_tokens,
                 elapsed=result.elapsed,
             )
+            if result.tokens_estimated:
+                out["tokens_estimated"] = True
             return text
 
     def call_tool(

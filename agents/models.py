@@ -34,6 +34,11 @@ class AgentProfile(models.Model):
         default=dict, blank=True, help_text="Runtime options (Ollama names)."
     )
     system_prompt = models.TextField(blank=True)
+    task_prompt = models.TextField(
+        blank=True,
+        help_text="What task jobs' prompts start with (the system prompt when blank): the "
+        "system prompt of chats may carry an example conversation that a task has no use for.",
+    )
     context_window = models.PositiveIntegerField(
         default=2048, help_text="Tokens the model can read: prompt and answer together."
     )

@@ -1,5 +1,6 @@
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from agents import webhook_client, webhooks
@@ -98,6 +99,64 @@ class StepSerializer(serializers.Serializer):
     output = TruncatedJSONField()
 
 
+class CalculationStepSerializer(serializers.Serializer):
+    expression = serializers.CharField()
+    value = serializers.FloatField()
+
+
+class CalculationSerializer(serializers.Serializer):
+    expression = serializers.CharField(help_text="The last step's expression.")
+    value = serializers.FloatField(
+        required=False, help_text="The result; absent when the calculator refused a step."
+    )
+    error = serializers.CharField(required=False, help_text="Why the calculator refused it.")
+    steps = CalculationStepSerializer(many=True, help_text="The steps worked out, in order.")
+
+
+class TaskResultSerializer(serializers.Serializer):
+    """A task job's result: who answered, and whether the agent checked it."""
+
+    text = serializers.CharField(help_text="The answer.")
+    answered_by = serializers.ChoiceField(
+        choices=["calculator", "model"],
+        help_text="`calculator`: the task was arithmetic the agent worked out with the "
+        "calculator, step by step (`calculation`), or the answer says why it could not. "
+        "`model`: the model's answer, which the agent could not check.",
+    )
+    verified = serializers.BooleanField(
+        help_text="True when the agent checked the answer (`answered_by: calculator`); "
+        "false for the model's answer."
+    )
+    model = serializers.CharField(required=False, help_text="The model that answered.")
+    rounds = serializers.IntegerField(required=False, help_text="Model calls it took.")
+    calculation = CalculationSerializer(
+        required=False,
+        help_text="The task's arithmetic worked out with the calculator, when it had some.",
+    )
+
+
+class ChatReplySerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["assistant"])
+    content = serializers.CharField()
+    seq = serializers.IntegerField()
+
+
+class ChatResultSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    message = ChatReplySerializer(help_text="The reply, as stored in the conversation.")
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="FinalResult",
+        serializers=[TaskResultSerializer, ChatResultSerializer],
+        resource_type_field_name=None,
+    )
+)
+class FinalResultField(serializers.DictField):
+    """A finished job's result: a task's answer or a chat's stored reply."""
+
+
 class JobDataSerializer(serializers.Serializer):
     # Present only when they have a value.
     OPTIONAL = ("conversation_id", "final_result", "error")
@@ -115,7 +174,9 @@ class JobDataSerializer(serializers.Serializer):
     finished_at = IsoDateTimeField(allow_null=True)
     steps = StepSerializer(many=True, source="steps.all")
     conversation_id = serializers.CharField(required=False, help_text="Chat jobs only.")
-    final_result = serializers.DictField(required=False, help_text="Once finished.")
+    final_result = FinalResultField(
+        required=False, help_text="Once finished: a task's answer, or a chat's stored reply."
+    )
     error = serializers.CharField(required=False, help_text="Once failed.")
 
     def to_representation(self, instance: Any) -> dict[str, Any]:

@@ -1,25 +1,33 @@
-"""The agent of task jobs: prompt, model call, tool calls, until a final answer.
+"""The agent of task jobs: the calculator for arithmetic, else the model, with tools.
 
-Each round is one model call. An answer that asks for a tool runs it as a step and feeds
-the result into the next prompt; a junk answer is told so; after ``profile.max_steps``
-model calls without a final answer the job fails with that reason. The final answer is
-cleaned of what the model invented around it (``agents.replies``).
+1. **Arithmetic first.** With the calculator enabled, the agent reads the task's
+   arithmetic itself (``agents.arithmetic.plan``: "add 17 and 25, then multiply by 3",
+   "15% of 80", "half of 3 dozen") and works it out step by step, one ``tool_call`` step
+   per calculator expression. A task that is nothing but that arithmetic is answered with
+   the result, without a model call (``answered_by: "calculator"``, ``verified: true``);
+   a step the calculator refuses ends it with an answer that says so.
+2. **Otherwise the model.** Each round is one model call. An answer that asks for a tool
+   runs it as a step (when the prompt listed the tools) and feeds the result into the next
+   prompt; an empty or unusable answer is asked again with sampling (``RETRY_OPTIONS``,
+   since greedy decoding repeats itself); after ``profile.max_steps`` model calls without
+   a final answer the job fails with that reason. The final answer is cleaned of what the
+   model invented around it (``agents.replies``) and labelled as the model's, not checked
+   (``answered_by: "model"``, ``verified: false``). A calculation made for a task that
+   asks for more than arithmetic is put in the prompt and in ``final_result``.
 
-How the prompt is written follows the profile's prompt style:
+The prompt starts with the profile's ``task_prompt`` (its ``system_prompt`` when that is
+blank), never the chat's example conversation, and is written in the profile's style:
 
 * ``chat`` (instruction-tuned models): chat messages; the system message lists the tools.
 * ``transcript`` (base models): one prompt shaped for completion, without a tool list;
   a tool call in the model's answer is not run (nothing offered it: it echoes the task).
-  When the task is arithmetic and the calculator is enabled, the agent itself works it
-  out with the calculator first (a ``tool_call`` step) and puts the result in the
-  prompt: a small base model cannot compute, and does not ask for tools.
 """
 
 import json
 from typing import Any
 
-from agents.answers import NOT_OFFERED, TOOL_CALL_FORMAT, parse_answer
-from agents.arithmetic import arithmetic_expression, format_value
+from agents.answers import NOT_OFFERED, RETRY_OPTIONS, TOOL_CALL_FORMAT, parse_answer
+from agents.arithmetic import PREVIOUS, format_value, operand, plan
 from agents.context import AgentFailure, JobContext
 from agents.kinds import agent
 from agents.models import JobKind
@@ -46,6 +54,10 @@ def _tools_block(ctx: JobContext) -> str:
     )
 
 
+def _system_text(ctx: JobContext) -> str:
+    return (ctx.profile.task_prompt or ctx.profile.system_prompt).strip()
+
+
 def _task_lines(ctx: JobContext, calculation: dict[str, Any] | None) -> str:
     lines = [f"Task: {ctx.job.task}"]
     if calculation is not None and "error" in calculation:  # the model can say why
@@ -60,7 +72,7 @@ def task_prompt(
     ctx: JobContext, transcript: list[Turn], calculation: dict[str, Any] | None = None
 ) -> str:
     """The task as one prompt for completion (transcript style: no tool list)."""
-    system = ctx.profile.system_prompt.strip()
+    system = _system_text(ctx)
     parts = [system] if system else []
     parts.append(_task_lines(ctx, calculation))
     parts.extend(("Tool call: " if role == "assistant" else "") + text for role, text in transcript)
@@ -70,65 +82,108 @@ def task_prompt(
 
 def task_messages(ctx: JobContext, transcript: list[Turn]) -> list[dict[str, str]]:
     """The task as chat messages (chat style: the system message lists the tools)."""
-    system = "\n\n".join(p for p in (ctx.profile.system_prompt.strip(), _tools_block(ctx)) if p)
+    system = "\n\n".join(p for p in (_system_text(ctx), _tools_block(ctx)) if p)
     messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": _task_lines(ctx, None)})
     messages += [{"role": role, "content": text} for role, text in transcript]
     return messages
 
 
-def precompute(ctx: JobContext) -> dict[str, Any] | None:
-    """For a base-model profile with the calculator: the task's arithmetic, worked out
-    (``value``), or why the calculator refused it (``error``)."""
+def work_out(ctx: JobContext) -> tuple[dict[str, Any] | None, bool]:
+    """The task's arithmetic worked out with the calculator, one step at a time, and
+    whether the task is nothing but that arithmetic. The calculation is
+    ``{"expression", "value", "steps"}`` (the last step's expression and the result), or
+    ``{"expression", "error", "steps"}`` when the calculator refused a step."""
     profile = ctx.profile
-    if not profile.is_transcript or "calculator" not in profile.tools:
-        return None
-    expression = arithmetic_expression(ctx.job.task)
-    if expression is None:
-        return None
-    outcome = ctx.call_tool("calculator", {"expression": expression}, enabled=profile.tools)
-    return outcome.get("result") or {"expression": expression, "error": outcome["error"]}
+    found = plan(ctx.job.task) if "calculator" in profile.tools else None
+    if found is None or not (found.pure or profile.is_transcript):
+        return None, False  # an instruction-tuned model asks for the calculator itself
+    steps: list[dict[str, Any]] = []
+    previous: float | None = None
+    for template in found.steps:
+        expression = template
+        if previous is not None:
+            expression = template.replace(PREVIOUS, operand(previous))
+        outcome = ctx.call_tool("calculator", {"expression": expression}, enabled=profile.tools)
+        if "error" in outcome:
+            return {"expression": expression, "error": outcome["error"], "steps": steps}, found.pure
+        previous = outcome["result"]["value"]
+        steps.append({"expression": expression, "value": previous})
+    return {**steps[-1], "steps": steps}, found.pure
 
 
-def _call(ctx: JobContext, transcript: list[Turn], calculation: dict[str, Any] | None) -> str:
-    if ctx.profile.is_transcript:
-        stops = list(ctx.profile.options.get("stop") or [])
-        stops += [s for s in TASK_STOPS if s not in stops]
-        return ctx.call_model(task_prompt(ctx, transcript, calculation), options={"stop": stops})
-    return ctx.call_model("", messages=task_messages(ctx, transcript))
+def _calculator_answer(calculation: dict[str, Any]) -> dict[str, Any]:
+    if "error" in calculation:
+        text = f"I cannot work this out: {calculation['error']}"
+    else:
+        text = format_value(calculation["value"])
+    return {"text": text, "answered_by": "calculator", "verified": True, "calculation": calculation}
+
+
+def _call(
+    ctx: JobContext,
+    transcript: list[Turn],
+    calculation: dict[str, Any] | None,
+    *,
+    retry: bool,
+) -> str:
+    options: dict[str, Any] = dict(RETRY_OPTIONS) if retry else {}
+    if not ctx.profile.is_transcript:
+        return ctx.call_model("", messages=task_messages(ctx, transcript), options=options)
+    stops = list(ctx.profile.options.get("stop") or [])
+    stops += [s for s in TASK_STOPS if s not in stops]
+    # A base model often starts its answer with a blank line: a blank-line stop would end
+    # it before its first word. Such stops end the answer here, after its first word.
+    blank = [s for s in stops if not s.strip()]
+    prompt = task_prompt(ctx, transcript, calculation)
+    text = ctx.call_model(prompt, options={**options, "stop": [s for s in stops if s.strip()]})
+    text = text.lstrip()
+    for stop in blank:
+        text = text.split(stop, 1)[0]
+    return text
+
+
+def _final(ctx: JobContext, text: str) -> str:
+    cleaned = clean_reply(text, transcript=ctx.profile.is_transcript)
+    if cleaned.removed:
+        ctx.note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
+    return cleaned.text
 
 
 @agent(JobKind.TASK)
 def run_task(ctx: JobContext) -> dict[str, Any]:
+    calculation, pure = work_out(ctx)
+    if calculation is not None and pure:
+        return _calculator_answer(calculation)
     transcript: list[Turn] = []
-    calculation = precompute(ctx)
     max_steps = ctx.profile.max_steps
+    retry = False
     for round_number in range(1, max_steps + 1):
-        text = _call(ctx, transcript, calculation)
+        text = _call(ctx, transcript, calculation, retry=retry)
         answer = parse_answer(text)
         if answer.kind == "final":
-            cleaned = clean_reply(answer.text, transcript=ctx.profile.is_transcript)
-            if cleaned.removed:
-                ctx.note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
-            if cleaned.text:
-                result = {"text": cleaned.text, "model": ctx.profile.model, "rounds": round_number}
+            final = _final(ctx, answer.text)
+            if final:
+                result = {
+                    "text": final,
+                    "answered_by": "model",
+                    "verified": False,
+                    "model": ctx.profile.model,
+                    "rounds": round_number,
+                }
                 if calculation is not None:
                     result["calculation"] = calculation
                 return result
             answer.kind, answer.problem = "junk", "Nothing was left of the answer once cleaned."
+        retry = answer.kind == "junk" or ctx.profile.is_transcript
         if answer.kind == "junk":
             ctx.note("unusable_answer", {"problem": answer.problem, "answer": text[:2000]})
-            transcript.append(
-                (
-                    "user",
-                    f"(Your last answer could not be used: {answer.problem} Answer with a "
-                    "tool call or the final answer.)",
-                )
-            )
+            if not ctx.profile.is_transcript:  # an instruction-tuned model can read why
+                told = f"(Your last answer could not be used: {answer.problem} Answer with a "
+                transcript.append(("user", told + "tool call or the final answer.)"))
             continue
         if ctx.profile.is_transcript:  # its prompt lists no tools: the call is an echo
             ctx.note("unusable_answer", {"problem": NOT_OFFERED, "tool": answer.tool})
-            transcript.append(("user", f"(Your last answer could not be used: {NOT_OFFERED})"))
             continue
         result = ctx.call_tool(answer.tool, answer.arguments, enabled=ctx.profile.tools)
         call = json.dumps({"tool": answer.tool, "arguments": answer.arguments})

@@ -5,6 +5,13 @@ from rest_framework.response import Response
 
 from agents import selectors, services, webhooks
 from agents.api import AgentAPIView
+from agents.examples import (
+    JOB_CANCEL,
+    JOB_START,
+    JOB_STATUS,
+    WEBHOOK_SECRET,
+    WEBHOOK_SECRET_ROTATE,
+)
 from agents.idempotency import Done, respond
 from agents.serializers import (
     JobCancelResponseSerializer,
@@ -45,6 +52,7 @@ class JobStartView(AgentAPIView):
             ),
         },
         description="Starts a task job. Answers once the job is committed and enqueued.",
+        examples=JOB_START,
     )
     def post(self, request: Request) -> HttpResponse:
         return respond(request, lambda: self.start(request))
@@ -75,6 +83,7 @@ class JobDetailView(AgentAPIView):
             200: JobStatusResponseSerializer,
             **error_responses("JobDetail", ANY_ENDPOINT, AGENT_KEY, {404: ("job_not_found",)}),
         },
+        examples=JOB_STATUS,
     )
     @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, job_id: str) -> Response:
@@ -105,6 +114,7 @@ class JobCancelView(AgentAPIView):
             "cancelling/cancelled jobs; 409 job_not_cancellable (with `details.status`) for "
             "finished/failed ones."
         ),
+        examples=JOB_CANCEL,
     )
     @retry_if_dropped_before_commit  # idempotent: a second run finds the status it set
     def post(self, request: Request, job_id: str) -> HttpResponse:
@@ -122,6 +132,7 @@ class WebhookSecretView(AgentAPIView):
 
     @extend_schema(
         operation_id="webhook_secret",
+        examples=WEBHOOK_SECRET,
         responses={
             200: WebhookSecretResponseSerializer,
             **error_responses("WebhookSecret", ANY_ENDPOINT, AGENT_KEY),
@@ -142,6 +153,7 @@ class WebhookSecretRotateView(AgentAPIView):
 
     @extend_schema(
         operation_id="webhook_secret_rotate",
+        examples=WEBHOOK_SECRET_ROTATE,
         request=None,
         responses={
             200: WebhookSecretResponseSerializer,

@@ -1,9 +1,12 @@
-"""The playground: a staff member sends a prompt with one of their own keys.
+"""The playground: a staff member sends a prompt with one of their own keys, or as
+themselves.
 
 The call goes through ``gateway.services.model_call``, the service of ``/api.php``, after
 the same field validation (its serializer), so it passes the same scope, model and rate
 checks and leaves the same usage record. The key is picked from the member's own live keys
-instead of typed, and is checked live again right before the call.
+instead of typed, and is checked live again right before the call; without one picked, the
+call runs under a short-lived key of the member's own (``playground``, the ``model`` scope,
+``SHORT_LIVED_MINUTES``), made on first use. Errors are shown as sentences.
 """
 
 import json
@@ -38,6 +41,10 @@ def runtime_models() -> tuple[list[str], list[str]]:
     return sorted(models), silent
 
 
+SHORT_LIVED_NAME = "playground"
+SHORT_LIVED_MINUTES = 60
+
+
 def own_live_keys(user) -> Any:
     now = timezone.now()
     return ApiKey.objects.filter(owner=user, revoked_at__isnull=True).filter(
@@ -46,7 +53,14 @@ def own_live_keys(user) -> Any:
 
 
 class PlaygroundForm(forms.Form):
-    api_key = forms.ModelChoiceField(queryset=ApiKey.objects.none(), label="Key (one of yours)")
+    api_key = forms.ModelChoiceField(
+        queryset=ApiKey.objects.none(),
+        label="Key",
+        required=False,
+        empty_label="Run as me (a short-lived key of my own)",
+        help_text="One of your live keys, or none: a key of yours that lasts an hour is made "
+        "for the playground (its plain text is never shown).",
+    )
     model = forms.ChoiceField(choices=())
     prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}))
     options = forms.CharField(
@@ -73,6 +87,20 @@ class PlaygroundForm(forms.Form):
         return value
 
 
+def sentences(details: Any, path: str = "") -> list[str]:
+    """An error's details as sentences: ``options.temperature: Must be at least 0.``."""
+    if isinstance(details, dict):
+        lines = []
+        for name, value in details.items():
+            where = name if name not in ("fields", "non_field_errors") else ""
+            lines += sentences(value, f"{path}.{where}".strip(".") if where else path)
+        return lines
+    if isinstance(details, list):
+        return [line for item in details for line in sentences(item, path)]
+    text = str(details)
+    return [f"{path}: {text}" if path else text]
+
+
 def _call(api_key: ApiKey, fields: dict[str, Any], started: float) -> dict[str, Any]:
     """The /api.php checks after the key, then the call; the answer or the error."""
     data = {"model": fields["model"], "prompt": fields["prompt"]}
@@ -85,7 +113,7 @@ def _call(api_key: ApiKey, fields: dict[str, Any], started: float) -> dict[str, 
             return {
                 "error": "validation_error",
                 "message": "Invalid input.",
-                "details": serializer.errors,
+                "problems": sentences(serializer.errors),
             }
         services.api_key_check_live(api_key)
         valid = serializer.validated_data
@@ -98,7 +126,11 @@ def _call(api_key: ApiKey, fields: dict[str, Any], started: float) -> dict[str, 
         )
     except DomainError as err:
         answer = to_answer(err)
-        return {"error": answer.error, "message": answer.message, "details": answer.details}
+        return {
+            "error": answer.error,
+            "message": answer.message,
+            "problems": sentences(answer.details),
+        }
     return {"result": result}
 
 
@@ -109,7 +141,10 @@ def playground_view(request: HttpRequest) -> TemplateResponse:
     if request.method == "POST":
         form = PlaygroundForm(request.POST, user=request.user, models=models)
         if form.is_valid():
-            outcome = _call(form.cleaned_data["api_key"], form.cleaned_data, started)
+            api_key = form.cleaned_data["api_key"] or services.api_key_short_lived(
+                owner=request.user, name=SHORT_LIVED_NAME, minutes=SHORT_LIVED_MINUTES
+            )
+            outcome = {"used_key": api_key, **_call(api_key, form.cleaned_data, started)}
     else:
         form = PlaygroundForm(user=request.user, models=models)
     context = {
@@ -117,7 +152,6 @@ def playground_view(request: HttpRequest) -> TemplateResponse:
         "title": "Playground",
         "form": form,
         "silent_runtimes": silent,
-        "has_keys": form.fields["api_key"].queryset.exists(),
         **outcome,
     }
     return TemplateResponse(request, "admin/playground.html", context)

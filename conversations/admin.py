@@ -7,7 +7,8 @@ from django.utils.text import Truncator
 
 from agents.models import Job
 from conversations import transcript as transcripts
-from conversations.models import Conversation, Message
+from conversations import vectors
+from conversations.models import Conversation, EmbeddingCatchUp, Message
 from core.admin import HistoryAdmin, status_badge
 
 JOBS_SHOWN = 20
@@ -98,3 +99,21 @@ class MessageAdmin(HistoryAdmin):
     @admin.display(description="content")
     def excerpt(self, obj: Message) -> str:
         return Truncator(obj.content).chars(80)
+
+
+@admin.register(EmbeddingCatchUp)
+class EmbeddingCatchUpAdmin(HistoryAdmin):
+    """Read-only: how far the embedding catch-up got, per model, and (on a model's page:
+    two counts, not one per row of a list) how fast it goes."""
+
+    list_display = ("model", "below_id")
+    fields = ("model", "below_id", "per_minute", "waiting")
+    readonly_fields = fields
+
+    @admin.display(description="vectors stored per minute (last 10 minutes)")
+    def per_minute(self, obj: EmbeddingCatchUp) -> float:
+        return vectors.catch_up_progress(obj.model)["per_minute"]
+
+    @admin.display(description="messages waiting for a vector")
+    def waiting(self, obj: EmbeddingCatchUp) -> int:
+        return vectors.catch_up_progress(obj.model)["waiting"]

@@ -4,8 +4,11 @@
    job was delivered again after its worker died), that reply is the result.
 2. It builds the context (a ``context`` step). When the history does not fit, the agent
    itself loads the older messages that matter for the new message before it calls the
-   model: ``search_history`` with the message's keywords, then ``read_history`` around
-   the best match (``tool_call`` steps), and builds the context again with them.
+   model: ``search_history`` with the message (its words and its meaning; hits below
+   the relevance floor are left out, and the step says why), each hit with the other
+   half of its exchange, then a second, bounded ``search_history`` round for the names
+   the best hits mention (``tool_call`` steps); ``conversations.arrange`` dates, ranks
+   and marks them, and the context is built again with them.
 3. It calls the model with the finished context, written in the profile's prompt style
    (``conversations.render``: a transcript for a base model, which lists no tools, or
    chat messages for an instruction-tuned one). An answer that asks for a tool (the
@@ -22,14 +25,15 @@
 """
 
 import json
+import time
 from typing import Any
 
-from agents.answers import NOT_OFFERED, parse_answer
+from agents.answers import NOT_OFFERED, RETRY_OPTIONS, parse_answer
 from agents.context import AgentFailure, JobCancelled, JobContext
 from agents.kinds import agent
 from agents.models import JobKind, StepKind
 from agents.replies import clean_reply
-from conversations import render, services, summary, tokens, vectors
+from conversations import arrange, entities, render, services, summary, tokens, vectors
 from conversations.context import (
     HISTORY_TOOLS,
     Context,
@@ -46,11 +50,13 @@ from gateway import embeddings
 
 OWN_SEARCH_LIMIT = 10
 SEARCH_QUERY_CHARS = 500  # the tool's limit on a query
-NEIGHBOURS = 1  # messages read on each side of the best match
-NEXT_HITS_FIRST = 3
+# The second round: names found in the best hits, searched for by their words, when the
+# first round left time (its budget is the first round's).
+ENTITY_HITS = 2
+MAX_NAMES = 2
+SECOND_ROUND_LIMIT = 2
+SECOND_ROUND_AFTER = 1.0
 TOOL_RESULT_CHARS = 600
-# Options of a call that asks again after an unusable answer.
-RETRY_OPTIONS = {"temperature": 0.7}
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
@@ -84,6 +90,7 @@ class ChatTurn:
         self.exchange: list[str] = []
         self.enabled = list(self.profile.tools)
         self.focus = keywords(own.content)
+        self.now = own.created_at
 
     # --- Context -----------------------------------------------------------------------------
 
@@ -121,28 +128,43 @@ class ChatTurn:
 
     def retrieve(self, search_before: int | None) -> None:
         """The agent's own retrieval, before any model call (see the module docstring):
-        the new message is the query, for its words and its meaning."""
+        the new message is the query, for its words and its meaning; each hit brings the
+        other half of its exchange; the names in the best hits lead to a second round."""
         query = self.message.content.strip()[:SEARCH_QUERY_CHARS]
         if not query or "search_history" not in self.enabled:
             return
+        started = time.monotonic()
         found = self._messages(
             "search_history",
             {"query": query, "limit": OWN_SEARCH_LIMIT, "before_seq": search_before},
         )
         if not found:
             return
-        best, others = found[0], found[1:]
-        around: list[Item] = []
-        if "read_history" in self.enabled:
-            before = best.seq + NEIGHBOURS + 1
-            if search_before is not None:
-                before = min(before, search_before)
-            read = self._messages(
-                "read_history", {"before_seq": before, "limit": 2 * NEIGHBOURS + 1}
-            )
-            around = [item for item in read if item.seq != best.seq]
-        # The next best hits before the neighbours: another hit is likelier the answer.
-        self._add_retrieved([best, *others[:NEXT_HITS_FIRST], *around, *others[NEXT_HITS_FIRST:]])
+        groups = [[hit] for hit in found]
+        paired = len(groups)  # the second round's hits come alone
+        names = entities.names([hit.content for hit in found[:ENTITY_HITS]], exclude=query)
+        if names and time.monotonic() - started < SECOND_ROUND_AFTER:
+            groups += self._second_round(names[:MAX_NAMES], search_before, found)
+        conversation_id = self.ctx.job.conversation_id
+        self._add_retrieved(
+            arrange.arrange(conversation_id, groups, self.now, self.focus, paired=paired)
+        )
+
+    def _second_round(
+        self, names: list[str], search_before: int | None, found: list[Item]
+    ) -> list[list[Item]]:
+        """Messages that name what the first round's best hits name (bounded)."""
+        seen = {item.seq for item in found}
+        groups = []
+        for name in names:
+            hits = self._messages(
+                "search_history",
+                {"query": name, "limit": SECOND_ROUND_LIMIT, "before_seq": search_before,
+                 "mode": "text"},
+            )  # fmt: skip
+            groups += [[hit] for hit in hits if hit.seq not in seen]
+            seen.update(hit.seq for hit in hits)
+        return groups
 
     def _messages(self, tool: str, arguments: dict[str, Any]) -> list[Item]:
         arguments = {name: value for name, value in arguments.items() if value is not None}
@@ -256,6 +278,9 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
         return _result(own.conversation_id, stored)
 
     turn = ChatTurn(ctx, own)
+    # Findable by meaning from now on, not only once the reply is stored: the vector is
+    # the one its own search uses as the query.
+    embed_messages(ctx, [own])
     max_steps = turn.profile.max_steps
     retry = False
     for round_number in range(1, max_steps + 1):
@@ -304,8 +329,6 @@ def run_chat(ctx: JobContext) -> dict[str, Any]:
         content=content,
         token_estimate=tokens.count(turn.profile.model, content),
     )
-    # The user's message with its reply, in one batch (the catch-up embeds the message of a
-    # chat that failed).
-    embed_messages(ctx, [own, reply])
+    embed_messages(ctx, [reply])
     turn.summarize(context)
     return _result(own.conversation_id, reply)

@@ -3,7 +3,7 @@
 A message too long for the room left is cut rather than left out: a window of its words
 (around the first word of ``focus``, the question's keywords, when it has one; else from
 its start) plus a visible mark that says it is cut, about how many tokens are missing
-and how ``read_history`` loads it whole.
+and, when the prompt offers ``read_history``, how that tool loads it whole.
 """
 
 import dataclasses
@@ -19,7 +19,9 @@ MIN_CLIP_TOKENS = 24
 LEAD_WORDS = 12
 
 
-def clip_mark(missing: int, seq: int) -> str:
+def clip_mark(missing: int, seq: int, *, tool: bool = True) -> str:
+    if not tool:  # no note that points to a tool the prompt does not offer
+        return f"[message cut: about {missing} tokens not shown]"
     return (
         f"[message cut: about {missing} tokens not shown; read_history with "
         f'{{"before_seq": {seq + 1}, "limit": 1}} loads it whole]'
@@ -48,10 +50,15 @@ def _fit(words: list[str], limit: int) -> int:
     return low
 
 
-def clip(item: Item, limit: int, *, numbered: bool, focus: Sequence[str] = ()) -> Item | None:
+def clip(
+    item: Item, limit: int, *, numbered: bool, focus: Sequence[str] = (), tool: bool = True
+) -> Item | None:
     """A copy of ``item`` whose ``cost(numbered=...)`` is at most ``limit``, cut with a
-    visible mark; None when less than ``MIN_CLIP_TOKENS`` of it would remain."""
-    mark_cost = estimate(clip_mark(10 * item.tokens + 10, item.seq)) + 2  # '… ' and a space
+    visible mark (naming ``read_history`` when ``tool``: the prompt offers it); None when
+    less than ``MIN_CLIP_TOKENS`` of it would remain."""
+    mark_cost = (
+        estimate(clip_mark(10 * item.tokens + 10, item.seq, tool=tool)) + 2
+    )  # '… ' and a space
     room = limit - item.label_cost(numbered=numbered) - mark_cost
     if room < MIN_CLIP_TOKENS:
         return None
@@ -64,5 +71,5 @@ def clip(item: Item, limit: int, *, numbered: bool, focus: Sequence[str] = ()) -
         return None
     shown = " ".join(words[start : start + count])
     missing = max(1, item.tokens - estimate(shown))
-    text = ("… " if start else "") + shown + " " + clip_mark(missing, item.seq)
+    text = ("… " if start else "") + shown + " " + clip_mark(missing, item.seq, tool=tool)
     return dataclasses.replace(item, content=text, tokens=estimate(text), clipped_from=item.tokens)

@@ -47,7 +47,7 @@ from agents.answers import TOOL_CALL_FORMAT
 from agents.models import AgentProfile
 from agents.tools import enabled_tools
 from conversations.clipping import clip
-from conversations.history import LABELS, History, Item, label_cost
+from conversations.history import LABELS, History, Item, label_cost, retrieved_lines
 from conversations.models import Conversation, Role
 from conversations.tokens import estimate
 
@@ -220,7 +220,7 @@ def render_transcript(context: Context) -> str:
         return BLOCK_SEPARATOR.join(blocks)
     if recent:
         blocks.append("\n".join(recent))
-    blocks.append("\n".join([EARLIER_HEADER, *(item.line() for item in context.retrieved)]))
+    blocks.append("\n".join([EARLIER_HEADER, *retrieved_lines(context.retrieved)]))
     blocks.append("\n".join(context.tail))
     return BLOCK_SEPARATOR.join(blocks)
 
@@ -310,7 +310,7 @@ def _unique(retrieved: Sequence[Item], own_seq: int) -> list[Item]:
 
 
 def _choose_retrieved(
-    retrieved: Sequence[Item], share: int, focus: Sequence[str] = ()
+    retrieved: Sequence[Item], share: int, focus: Sequence[str] = (), tool: bool = True
 ) -> list[Item]:
     """The retrieved messages, best first, that fit in ``share`` with their headers; one
     too long for the room left is clipped to it."""
@@ -319,7 +319,7 @@ def _choose_retrieved(
     for item in retrieved:
         cost = item.cost(numbered=True)
         if used + cost > share:
-            item = clip(item, share - used, numbered=True, focus=focus)
+            item = clip(item, share - used, numbered=True, focus=focus, tool=tool)
             if item is None:
                 continue
             cost = item.cost(numbered=True)
@@ -328,7 +328,9 @@ def _choose_retrieved(
     return chosen
 
 
-def _thread(items: Sequence[Item], room: int, focus: Sequence[str] = ()) -> list[Item]:
+def _thread(
+    items: Sequence[Item], room: int, focus: Sequence[str] = (), tool: bool = True
+) -> list[Item]:
     """The last messages, newest first, whole while they fit; the first that does not
     is clipped to the room left (when enough of it remains) and ends the thread."""
     taken: list[Item] = []
@@ -337,7 +339,7 @@ def _thread(items: Sequence[Item], room: int, focus: Sequence[str] = ()) -> list
             taken.append(item)
             room -= item.cost()
             continue
-        clipped = clip(item, room, numbered=False, focus=focus)
+        clipped = clip(item, room, numbered=False, focus=focus, tool=tool)
         if clipped is not None:
             taken.append(clipped)
         break
@@ -408,7 +410,7 @@ def build_context(
     retrieved = _unique(retrieved, message.seq)
     need = _retrieved_cost(retrieved)
     reserve = min(int(remaining * share_of), need)
-    thread = _thread(recent[:MUST_KEEP_RECENT], remaining - reserve, focus)
+    thread = _thread(recent[:MUST_KEEP_RECENT], remaining - reserve, focus, fixed.tools)
     remaining -= _total(thread)
     summary_cost = _summary_cost(conversation, budget, remaining - reserve)
     avail = remaining - summary_cost
@@ -418,7 +420,7 @@ def build_context(
     kept = thread + _prefix(rest, avail - int(avail * share_of), Item.cost)
     search_before = min((item.seq for item in kept), default=history.own_seq)
 
-    chosen = _choose_retrieved(retrieved, reserve, focus)
+    chosen = _choose_retrieved(retrieved, reserve, focus, fixed.tools)
     chosen, shown, floor = _fill_recent(chosen, thread, rest, avail, history.own_seq)
     hidden = max(0, history.older_than(floor) - len(chosen))
     context = Context(
@@ -427,7 +429,7 @@ def build_context(
         used=fixed.cost + summary_cost + _total(shown) + _retrieved_cost(chosen),
         fits=False,
         recent=shown[::-1],
-        retrieved=sorted(chosen, key=lambda item: item.seq),
+        retrieved=sorted(chosen, key=lambda item: (-item.rank, item.seq)),
         summary_tokens=summary_cost,
         hidden=hidden,
         search_before=search_before,

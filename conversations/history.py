@@ -4,6 +4,7 @@ page at a time)."""
 
 import functools
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from conversations import selectors
@@ -22,6 +23,12 @@ def label_cost(role: str) -> int:
     return estimate(label(role))
 
 
+def _when(created_at: str | datetime | None) -> datetime | None:
+    if isinstance(created_at, str):
+        return datetime.fromisoformat(created_at)
+    return created_at
+
+
 @dataclass(frozen=True)
 class Item:
     """A message as the builder sees it."""
@@ -32,25 +39,74 @@ class Item:
     tokens: int
     # The message's own token count when this is a clipped copy of it, else 0.
     clipped_from: int = 0
+    created_at: datetime | None = None
+    similarity: float | None = None
+    # A retrieved message's time as the prompt shows it ("3 days ago") and its mark
+    # ("most recent": the newest of several found about the same thing).
+    when: str = ""
+    mark: str = ""
+    # A retrieved message's group rank (0: the best hit and the messages read with it;
+    # -1: a newer hit about the same thing, placed after the best).
+    rank: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Item":
         tokens = row.get("token_estimate") or row.get("tokens") or estimate(row["content"])
-        return cls(seq=row["seq"], role=row["role"], content=row["content"], tokens=tokens)
+        return cls(
+            seq=row["seq"],
+            role=row["role"],
+            content=row["content"],
+            tokens=tokens,
+            created_at=_when(row.get("created_at")),
+            similarity=row.get("similarity"),
+        )
+
+    def tag(self) -> str:
+        """A retrieved message's position and time: ``#12 (3 days ago, most recent)``."""
+        notes = ", ".join(note for note in (self.when, self.mark) if note)
+        return f"#{self.seq} ({notes})" if notes else f"#{self.seq}"
 
     def line(self, *, numbered: bool = False) -> str:
-        prefix = f"#{self.seq} {label(self.role)}" if numbered else label(self.role)
+        prefix = f"{self.tag()} {label(self.role)}" if numbered else label(self.role)
         return f"{prefix} {self.content}"
 
     def cost(self, *, numbered: bool = False) -> int:
-        """Its tokens with its label and newline; ``numbered``: with ``#<seq> `` too."""
+        """Its tokens with its label and newline; ``numbered``: as a retrieved line, with
+        its tag and room for a gap mark before it."""
         return self.tokens + self.label_cost(numbered=numbered)
 
     def label_cost(self, *, numbered: bool = False) -> int:
         cost = label_cost(self.role) + 1  # +1: its newline
-        if numbered:  # '#' and one token per digit
-            cost += 1 + len(str(self.seq))
+        if numbered:
+            cost += estimate(self.tag()) + 1 + GAP_COST
         return cost
+
+
+GAP_MARK = "…"
+GAP_COST = 2  # the mark and its newline
+
+
+def retrieved_lines(items: list[Item]) -> list[str]:
+    """Retrieved messages as lines, a gap mark between two that are not adjacent."""
+    lines: list[str] = []
+    for before, item in zip([None, *items], items, strict=False):
+        if before is not None and item.seq != before.seq + 1:
+            lines.append(GAP_MARK)
+        lines.append(item.line(numbered=True))
+    return lines
+
+
+def ago(then: datetime | None, now: datetime) -> str:
+    """How long before ``now``, as a person says it."""
+    if then is None:
+        return ""
+    seconds = max(0.0, (now - then).total_seconds())
+    for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400),
+                       ("day", 86400), ("hour", 3600), ("minute", 60)):  # fmt: skip
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count > 1 else ''} ago"
+    return "just now"
 
 
 class History:

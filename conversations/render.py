@@ -23,6 +23,7 @@ from conversations.context import (
     RETRIEVED_HEADER,
     Context,
 )
+from conversations.history import retrieved_lines
 from conversations.models import Role
 
 # Where a base model starts a turn that is not its own.
@@ -46,8 +47,7 @@ def chat_messages(context: Context) -> list[dict[str, str]]:
     if context.hidden_line:
         system.append(context.hidden_line)
     if context.retrieved:
-        found = [item.line(numbered=True) for item in context.retrieved]
-        system.append("\n".join([RETRIEVED_HEADER, *found]))
+        system.append("\n".join([RETRIEVED_HEADER, *retrieved_lines(context.retrieved)]))
     messages: list[dict[str, str]] = []
     if system:
         messages.append({"role": Role.SYSTEM, "content": BLOCK_SEPARATOR.join(system)})

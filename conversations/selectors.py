@@ -124,3 +124,9 @@ def messages_between(
         conversation_id=conversation_id, seq__gt=after_seq, seq__lt=before_seq
     )
     return list(rows.order_by("seq").values(*MESSAGE_FIELDS)[:limit])
+
+
+def messages_at(*, conversation_id: str, seqs: list[int]) -> list[dict[str, Any]]:
+    """The conversation's messages with these seqs (those that exist), in ``seq`` order."""
+    rows = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs)
+    return list(rows.order_by("seq").values(*MESSAGE_FIELDS))

@@ -1,3 +1,5 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from agents.serializers import JobStartDataSerializer, ScopedRequestSerializer
@@ -41,6 +43,15 @@ class ConversationQuerySerializer(serializers.Serializer):
     before = serializers.IntegerField(
         min_value=1, required=False, help_text="Only messages with a smaller `seq`."
     )
+
+    def to_internal_value(self, data: Any) -> Any:
+        """An empty ``?limit=`` is a mistake, not an absent limit (DRF would drop it)."""
+        blank = {
+            name: ["This field may not be blank."] for name in self.fields if data.get(name) == ""
+        }
+        if blank:
+            raise serializers.ValidationError(blank)
+        return super().to_internal_value(data)
 
 
 class MessageSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ of the budget, the share the context builder gives it.
 from dataclasses import dataclass
 
 from agents.models import AgentProfile
+from agents.replies import clean_reply
 from conversations import selectors
 from conversations.context import (
     LABELS,
@@ -91,8 +92,9 @@ def summary_request(
 
 
 def clean_summary(text: str, *, limit: int) -> str:
-    """The model's summary, stripped of a role label it may start and cut to ``limit``."""
-    text = text.strip()
+    """The model's summary, cleaned like a reply (``agents.replies``: an invented turn, a
+    tool line), stripped of a role label it may start and cut to ``limit``."""
+    text = clean_reply(text, transcript=True).text
     for label in (*LABELS.values(), ANSWER_CUE):
         if text.startswith(label):
             text = text[len(label) :].strip()

@@ -25,6 +25,7 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
         "content": row["content"],
         "tokens": row["token_estimate"],
         "created_at": created.isoformat() if created else None,
+        **({"similarity": row["similarity"]} if "similarity" in row else {}),
     }
 
 
@@ -61,6 +62,8 @@ def search_history(
         conversation_id=conversation_id, query=query, limit=limit, before_seq=bound, mode=mode
     )
     result = {"query": query, "mode": found.mode, "messages": [public(row) for row in found.rows]}
+    if found.dropped:
+        result["left_out"] = found.dropped
     if found.fallback:
         result["fallback"] = found.fallback
     return result

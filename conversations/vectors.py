@@ -1,12 +1,12 @@
 """Messages' embedding vectors: made once per message, off the request path, stored
 compactly, and compared by brute force.
 
-* **When.** The chat job embeds its user's message and its reply together, in one batch,
-  once the reply is stored (in the worker; its own search embeds the message as its query
-  when it needs it). Messages
-  stored otherwise (imports), or while the embedder was down, are caught up by the
-  ``embed_pending`` schedule (every minute) or ``manage.py embed_history``, which also
-  re-embeds after a change of model.
+* **When.** The chat job stores its user's message's vector when it starts (the same
+  vector is its search's query), and its reply's once the reply is stored (in the
+  worker). Messages stored otherwise (imports), or while the embedder was down, are
+  caught up, oldest first, by the ``embed_pending`` schedule (every minute) or
+  ``manage.py embed_history``, which also re-embeds after a change of model; until
+  then, search finds them by their words (``conversations.retrieval``).
 * **How stored.** ``MessageEmbedding``: the vector scaled to signed bytes (a 384-d
   vector is 384 bytes), with the model's name and the dimension.
 * **How compared.** By brute force over the conversation's vectors of the current model
@@ -105,7 +105,8 @@ def _advance(model: str, below: int) -> None:
 
 
 def pending(*, conversation_id: str | None = None, limit: int) -> list[int]:
-    """Ids of messages without a vector of the current model, newest first: in one
+    """Ids of messages without a vector of the current model, oldest first (an import's
+    oldest facts are the ones recent messages cannot stand in for): in one
     conversation (through its messages), or in all of them from the catch-up's mark on
     (``EmbeddingCatchUp``; through the primary key), not in the whole table."""
     model = embeddings.model_id()
@@ -117,13 +118,13 @@ def pending(*, conversation_id: str | None = None, limit: int) -> list[int]:
         messages = messages.filter(conversation_id=conversation_id)
     else:
         messages = messages.filter(id__gte=_checked_below(model))
-    return list(messages.order_by("-id").values_list("id", flat=True)[:limit])
+    return list(messages.order_by("id").values_list("id", flat=True)[:limit])
 
 
 def embed_pending(
     *, conversation_id: str | None = None, limit: int | None = None, batch: int = 256
 ) -> int:
-    """Embeds messages that lack a vector of the current model, newest first, in
+    """Embeds messages that lack a vector of the current model, oldest first, in
     batches, until none is left or ``limit`` are done; a pass over all conversations
     that leaves none moves the catch-up's mark. Raises EmbeddingUnavailable."""
     model = embeddings.model_id()
@@ -171,3 +172,17 @@ def best(seqs: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, fl
     top = np.argpartition(-scores, count - 1)[:count]
     top = top[np.argsort(-scores[top], kind="stable")]
     return [(int(seqs[i]), float(scores[i])) for i in top]
+
+
+RATE_WINDOW = timedelta(minutes=10)
+
+
+def catch_up_progress(model: str) -> dict[str, float | int]:
+    """For the admin: vectors of ``model`` stored per minute over the last
+    ``RATE_WINDOW`` (the catch-up's and the chats'), and messages still without one from
+    the catch-up's mark on."""
+    since = timezone.now() - RATE_WINDOW
+    recent = MessageEmbedding.objects.filter(model=model, created_at__gte=since).count()
+    done = MessageEmbedding.objects.filter(message=OuterRef("pk"), model=model)
+    waiting = Message.objects.filter(~Exists(done), id__gte=_checked_below(model)).count()
+    return {"per_minute": round(recent / (RATE_WINDOW.total_seconds() / 60), 1), "waiting": waiting}

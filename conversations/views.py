@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from agents.api import AgentAPIView
 from agents.idempotency import Done, respond
 from conversations import selectors, services
+from conversations.examples import CHAT_START, CONVERSATION
 from conversations.serializers import (
     ChatRequestSerializer,
     ChatStartResponseSerializer,
@@ -51,6 +52,7 @@ class ChatView(AgentAPIView):
             "A prompt too long for the profile's context window is 400 validation_error. "
             "`on_busy` says what happens when the conversation has a chat queued or running."
         ),
+        examples=CHAT_START,
     )
     def post(self, request: Request) -> HttpResponse:
         return respond(request, lambda: self.start(request))
@@ -93,6 +95,7 @@ class ConversationDetailView(AgentAPIView):
             "`limit`, all of them; with it, the newest page, and `has_more` tells whether "
             "to ask for the next one with `before` = the first message's `seq`."
         ),
+        examples=CONVERSATION,
     )
     @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, conversation_id: str) -> Response:

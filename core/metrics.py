@@ -146,6 +146,11 @@ def observe_runtime_call(model: str, endpoint: str, outcome: str, started: float
     child(RUNTIME_DURATION, label, endpoint).observe(time.perf_counter() - started)
 
 
+def observe_time_to_first_token(model: str, seconds: float) -> None:
+    """A streamed call's wait from sending it to its first piece of text."""
+    child(RUNTIME_TTFT, model_label(model, served=True)).observe(seconds)
+
+
 def observe_tokens(model: str, prompt: int | None, completion: int | None) -> None:
     label = model_label(model)
     if prompt:

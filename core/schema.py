@@ -2,8 +2,14 @@
 that operation can answer, as an enum (so a client, and the schema tests, know them all)."""
 
 from collections.abc import Iterable
+from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema_field,
+)
 from rest_framework import serializers
 
 from core.serializers import ErrorResponseSerializer
@@ -71,20 +77,70 @@ def merge(*tables: dict[int, Iterable[str]]) -> dict[int, tuple[str, ...]]:
     return {status: tuple(ids) for status, ids in sorted(merged.items())}
 
 
+# Every error id documented for a status, over all operations: the enum of that status's
+# one component (``Error400``, ...). Filled while the views' modules load, read when the
+# schema is generated.
+_IDS_BY_STATUS: dict[int, list[str]] = {}
+_SHAPES: dict[int, type[ErrorResponseSerializer]] = {}
+# An error id's example answer, as the service words it (the ids without one get a
+# generic message).
+MESSAGES: dict[str, str] = {
+    "invalid_api_key": "Invalid or missing API key.",
+    "forbidden": 'This key does not have the "agent" scope.',
+    "validation_error": "Invalid input.",
+    "unknown_profile": "Unknown agent profile 'nightly'.",
+    "job_not_found": "No such job.",
+    "conversation_not_found": "No such conversation.",
+    "job_not_cancellable": "The job is finished and cannot be cancelled.",
+    "rate_limited": "Too many requests: at most 120 a minute for this key.",
+    "too_many_jobs": "Too many jobs queued or running for this key (at most 100).",
+    "unknown_model": "Unknown model 'gpt-9'.",
+    "database_unavailable": "The database cannot be reached; try again shortly.",
+}
+
+
+def _shape(status: int) -> type[ErrorResponseSerializer]:
+    """The one component of ``status``'s error answers, made on first use."""
+    if status not in _SHAPES:
+        ids = _IDS_BY_STATUS.setdefault(status, [])
+        # A CharField documented as an enum: the ids are documentation, not validation.
+        # The list is the one in _IDS_BY_STATUS: ids added by later operations join it.
+        field = extend_schema_field({"type": "string", "enum": ids})(
+            type(f"Error{status}Field", (serializers.CharField,), {})
+        )
+        error = field(help_text=f"Stable snake_case error id of a {status} answer.")
+        _SHAPES[status] = type(
+            f"Error{status}Serializer", (ErrorResponseSerializer,), {"error": error}
+        )
+    return _SHAPES[status]
+
+
+def _example(status: int, error: str) -> OpenApiExample:
+    details = (
+        {"fields": {"task": ["This field is required."]}} if error == "validation_error" else {}
+    )
+    message = MESSAGES.get(error, error.replace("_", " ").capitalize() + ".")
+    return OpenApiExample(
+        error,
+        value={"ok": False, "error": error, "message": message, "details": details},
+        status_codes=[str(status)],
+        response_only=True,
+    )
+
+
 def error_responses(operation: str, *tables: dict[int, Iterable[str]]) -> dict:
-    """The error answers of one operation: a component ``<operation>Error<status>`` per
-    status, whose ``error`` is one of the ids listed for it."""
+    """The error answers of one operation: per status, the one component of that status
+    (``Error<status>``, its ``error`` an enum of every id any operation answers with it),
+    described with the ids this operation answers (``operation`` names it in errors)."""
     responses = {}
     for status, ids in merge(*tables).items():
-        # A CharField documented as an enum: the ids are documentation, not validation.
-        field = extend_schema_field({"type": "string", "enum": list(ids)})(
-            type(f"{operation}Error{status}Field", (serializers.CharField,), {})
+        known = _IDS_BY_STATUS.setdefault(status, [])
+        known += [i for i in ids if i not in known]
+        responses[status] = OpenApiResponse(
+            _shape(status),
+            description=", ".join(f"`{i}`" for i in ids),
+            examples=[_example(status, i) for i in ids],
         )
-        error = field(help_text="Stable snake_case error id.")
-        shape = type(
-            f"{operation}Error{status}Serializer", (ErrorResponseSerializer,), {"error": error}
-        )
-        responses[status] = OpenApiResponse(shape, description=", ".join(f"`{i}`" for i in ids))
     return responses
 
 
@@ -129,3 +185,19 @@ def add_links(result: dict, generator, request, public) -> dict:
                 for answer in operation["responses"].values():
                     answer["headers"] = {**answer.get("headers", {}), **REPLAYED_HEADER}
     return result
+
+
+# --- Examples of success answers: the demo profile, plausible scope ids -----------------------
+
+
+def example(name: str, *, request: Any = None, answer: Any = None) -> list[OpenApiExample]:
+    """A request body (when the operation has one) and its 200 answer, as Swagger UI's
+    "Try it out" fills them in."""
+    examples = []
+    if request is not None:
+        examples.append(OpenApiExample(name, value=request, request_only=True))
+    if answer is not None:
+        examples.append(
+            OpenApiExample(name, value=answer, response_only=True, status_codes=["200"])
+        )
+    return examples

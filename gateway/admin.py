@@ -226,6 +226,7 @@ class UsageRecordAdmin(HistoryAdmin):
         "response_chars",
         "prompt_tokens",
         "completion_tokens",
+        "tokens_estimated",
     )
     readonly_fields = fields
 
@@ -243,7 +244,9 @@ class UsageRecordAdmin(HistoryAdmin):
     def tokens(self, obj: UsageRecord) -> str:
         if obj.prompt_tokens is None and obj.completion_tokens is None:
             return "-"
-        return f"{obj.prompt_tokens or 0} + {obj.completion_tokens or 0}"
+        counts = f"{obj.prompt_tokens or 0} + {obj.completion_tokens or 0}"
+        # "≈": the runtime reported none; counted afterwards with the model's tokenizer
+        return f"\u2248 {counts}" if obj.tokens_estimated else counts
 
     @admin.display(description="job", ordering="job_id")
     def job_link(self, obj: UsageRecord) -> str:

@@ -168,6 +168,11 @@ class UsageRecord(models.Model):
     response_chars = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    tokens_estimated = models.BooleanField(
+        default=False,
+        help_text="The runtime reported no token counts: they were counted afterwards with "
+        "the model's tokenizer (the prompt's text, without a chat template's tokens).",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -65,6 +65,9 @@ class Generation:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"  # or "length": OpenAI's words
+    # True when the runtime reported no counts and they were counted with the model's
+    # tokenizer afterwards (:func:`gateway.services.counted`).
+    tokens_estimated: bool = False
 
 
 _session = session.make_session()
@@ -255,9 +258,7 @@ def _stream_once(
                 ) from exc
             if piece and first_token is None:
                 first_token = time.perf_counter() - sent
-                metrics.RUNTIME_TTFT.labels(metrics.model_label(model, served=True)).observe(
-                    first_token
-                )
+                metrics.observe_time_to_first_token(model, first_token)
                 tracing.set_attributes(
                     tracing.current_span(), **{"llm.time_to_first_token": first_token}
                 )

@@ -27,6 +27,7 @@ from typing import Any
 import aiohttp
 from django.conf import settings
 
+from core import metrics
 from core.exceptions import RuntimeAnswerError, RuntimeFailure, RuntimeTimeout, RuntimeUnavailable
 from gateway import protocols, routing, runtime
 from gateway.routing import Endpoint
@@ -270,21 +271,31 @@ class GenerationStream:
     async def _run(self) -> AsyncIterator[str]:
         last_error: RuntimeFailure | None = None
         for endpoint in self.endpoints:
+            received = False
             try:
                 if endpoint.api != "ollama":
                     await _require_served(endpoint, self.model)
-                response = await self._open(endpoint)
+                # Each endpoint tried is one runtime call in the metrics, as on the sync path.
+                with runtime.observed_call(self.model, endpoint, streamed=True) as observe:
+                    sent = time.perf_counter()
+                    response = await self._open(endpoint)
+                    # Closed with this generator, so that the connection closes at once.
+                    async with contextlib.aclosing(self._read(endpoint, response)) as pieces:
+                        async for piece in pieces:
+                            if not received:
+                                received = True
+                                metrics.observe_time_to_first_token(
+                                    self.model, time.perf_counter() - sent
+                                )
+                            yield piece
+                    observe(self.generation)
+                return
             except RuntimeFailure as err:
-                if not isinstance(err, runtime.FAILOVER_ERRORS):
+                # Another endpoint only before the runtime sent anything.
+                if received or not isinstance(err, runtime.FAILOVER_ERRORS):
                     raise
                 routing.mark_failed(endpoint)
                 last_error = err
-                continue
-            # Closed with this generator, so that the connection closes at once.
-            async with contextlib.aclosing(self._read(endpoint, response)) as pieces:
-                async for piece in pieces:
-                    yield piece
-            return
         assert last_error is not None
         raise last_error
 

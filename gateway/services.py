@@ -3,7 +3,7 @@
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -82,6 +82,22 @@ def api_key_create(
     return api_key, new.plain
 
 
+def api_key_short_lived(*, owner: Any, name: str, minutes: int) -> ApiKey:
+    """A live key of ``owner`` named ``name`` with the ``model`` scope that lasts at least
+    a few more minutes: the one made earlier, else a new one that expires in ``minutes``.
+    Its plain text is never shown: only the service that made it uses it (the playground)."""
+    soon = timezone.now() + timedelta(minutes=5)
+    found = (
+        ApiKey.objects.filter(owner=owner, name=name, revoked_at__isnull=True, expires_at__gt=soon)
+        .order_by("-expires_at")
+        .first()
+    )
+    if found is not None:
+        return found
+    expires = timezone.now() + timedelta(minutes=minutes)
+    return api_key_create(name=name, owner=owner, scopes=(Scope.MODEL,), expires_at=expires)[0]
+
+
 def api_key_revoke(*, api_key: ApiKey) -> bool:
     """Revokes the key for good; False when it was revoked already."""
     now = timezone.now()
@@ -157,6 +173,7 @@ class ModelCallResult:
     prompt_tokens: int | None
     completion_tokens: int | None
     finish_reason: str = "stop"
+    tokens_estimated: bool = False
 
 
 def _admit(api_key: ApiKey, model: str, origin: str, options: dict[str, Any] | None = None) -> None:
@@ -172,6 +189,30 @@ def _admit(api_key: ApiKey, model: str, origin: str, options: dict[str, Any] | N
     if clients:  # an agent's own calls: its job was counted
         ratelimit.take_slot(api_key)
     budgets.budget_check(api_key)  # every face and the agents' calls alike
+
+
+def counted(
+    model: str, prompt: str, messages: list[dict[str, str]] | None, generation: runtime.Generation
+) -> runtime.Generation:
+    """``generation`` with its token counts: the runtime's own where it reported them,
+    else counted with the model's tokenizer (``runtime.count_tokens``: the prompt's text,
+    or the messages' contents; the answer's text) and marked ``tokens_estimated``.
+    llama-cpp-python's streams carry no counts, and some OpenAI-compatible servers none."""
+    if generation.prompt_tokens is not None and generation.completion_tokens is not None:
+        return generation
+    sent = prompt if messages is None else "\n".join(m["content"] for m in messages)
+    prompt_tokens, completion_tokens = generation.prompt_tokens, generation.completion_tokens
+    if prompt_tokens is None:
+        prompt_tokens = runtime.count_tokens(model, sent) if sent else 0
+    if completion_tokens is None:
+        completion_tokens = runtime.count_tokens(model, generation.text) if generation.text else 0
+    return replace(
+        generation,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tokens_estimated=(generation.prompt_tokens is None and prompt_tokens is not None)
+        or (generation.completion_tokens is None and completion_tokens is not None),
+    )
 
 
 def _record_usage(
@@ -207,6 +248,7 @@ def _record_usage(
             response_chars=len(generation.text) if generation else 0,
             prompt_tokens=used_prompt,
             completion_tokens=used_completion,
+            tokens_estimated=generation.tokens_estimated if generation else False,
         ),
         durable=not settings.USAGE_ASYNC_COMMIT,
     )
@@ -220,6 +262,7 @@ def _result(model: str, generation: runtime.Generation, elapsed: float) -> Model
         prompt_tokens=generation.prompt_tokens,
         completion_tokens=generation.completion_tokens,
         finish_reason=generation.finish_reason,
+        tokens_estimated=generation.tokens_estimated,
     )
 
 
@@ -254,6 +297,7 @@ def model_call(
         generation = runtime.generate(
             model, prompt, options, should_stop=should_stop, messages=messages
         )
+        generation = counted(model, prompt, messages, generation)
     except DomainError as err:
         status, error = status_and_id(err)
         raise
@@ -335,6 +379,14 @@ async def _record_call(
     return elapsed
 
 
+async def _with_counts(call: AdmittedCall, generation: runtime.Generation) -> runtime.Generation:
+    """:func:`counted`, in a thread (a tokenizer may load), only when the runtime left a
+    count out."""
+    if generation.prompt_tokens is None or generation.completion_tokens is None:
+        return await in_thread(counted, call.model, call.prompt, call.messages, generation)
+    return generation
+
+
 async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallResult:
     """:func:`model_call` for the async views, after :func:`model_call_admit`.
 
@@ -352,6 +404,7 @@ async def model_call_async(call: AdmittedCall, *, started: float) -> ModelCallRe
             messages=call.messages,
             response_format=call.response_format,
         )
+        generation = await _with_counts(call, generation)
     except DomainError as err:
         status, error = status_and_id(err)
         raise
@@ -383,6 +436,8 @@ async def model_call_stream(
     try:
         async for piece in stream:
             yield piece
+        assert stream.generation is not None
+        stream.generation = await _with_counts(call, stream.generation)
         status, error = 200, ""
     except DomainError as err:
         status, error = status_and_id(err)

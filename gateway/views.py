@@ -15,6 +15,7 @@ from core.http import read_json_object
 from core.schema import ANY_ENDPOINT, error_responses
 from gateway import health, services
 from gateway.dbthread import in_thread
+from gateway.examples import HEALTH, MODEL_CALL, READY
 from gateway.serializers import (
     HealthResponseSerializer,
     LLMRequestSerializer,
@@ -86,6 +87,7 @@ class ModelCallView(APIView):
             "OpenAI-compatible runtimes. `elapsed` is wall-clock seconds from the request "
             "entering the view to the answer being ready."
         ),
+        examples=MODEL_CALL,
     )
     async def post(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
@@ -129,6 +131,7 @@ class HealthView(APIView):
     @extend_schema(
         operation_id="healthz",
         responses={200: HealthResponseSerializer, **error_responses("Health", ANY_ENDPOINT)},
+        examples=HEALTH,
     )
     def get(self, request: Request) -> Response:
         return Response(HealthResponseSerializer({"status": "alive"}).data)
@@ -146,6 +149,7 @@ class ReadyView(APIView):
             200: ReadyResponseSerializer,
             **error_responses("Ready", ANY_ENDPOINT, {503: ("not_ready",)}),
         },
+        examples=READY,
     )
     def get(self, request: Request) -> Response:
         checks = health.readiness()

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -78,6 +79,47 @@ def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str =
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"Timed out after {timeout} s waiting for {what or condition}")
+        time.sleep(0.05)
+
+
+def job_progress(job_ids: list[str]) -> list[tuple[Any, ...]]:
+    """What moves while jobs are worked on: their status, runs, steps and heartbeats."""
+    rows = Job.objects.filter(pk__in=job_ids).order_by("pk")
+    return [
+        (job.pk, job.status, job.attempts, job.heartbeat_at, job.lease_owner, job.steps.count())
+        for job in rows
+    ]
+
+
+def recovery_seconds() -> float:
+    """How long a job may sit still and yet be on its way: its lease runs out, the reaper
+    comes by, and a worker claims it again (twice over, for a busy machine)."""
+    return 2 * (settings.JOB_LEASE_SECONDS + settings.JOB_REAP_SECONDS)
+
+
+def wait_while_moving(
+    condition: Callable[[], Any],
+    *,
+    progress: Callable[[], Any],
+    still_for: float,
+    what: str = "",
+) -> Any:
+    """Polls ``condition`` until it is truthy and returns its value. It fails only once
+    ``progress()`` (a snapshot of what the condition waits on) has not changed for
+    ``still_for`` seconds: a busy machine makes the work slower, not stuck, so the wait
+    scales with the work instead of a guess of wall-clock time."""
+    last, since = progress(), time.monotonic()
+    while True:
+        value = condition()
+        if value:
+            return value
+        now = progress()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since > still_for:
+            raise AssertionError(
+                f"Nothing moved for {still_for:.0f} s while waiting for {what or condition}: {last}"
+            )
         time.sleep(0.05)
 
 

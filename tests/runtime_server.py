@@ -578,15 +578,18 @@ class _Handler(BaseHTTPRequestHandler):
         def stats() -> dict[str, Any]:
             total = max(1, int((time.monotonic() - self._started) * 1e9))
             # /api/generate hands back a context to continue from; /api/chat has none.
+            counts = {
+                "prompt_eval_count": prompt_tokens,
+                "prompt_eval_duration": max(1, total // 4),
+                "eval_count": completion_tokens,
+                "eval_duration": max(1, total // 2),
+            }
             return {
                 "done_reason": reply.finish_reason,
                 **({} if chat else {"context": [1, 2, 3]}),
                 "total_duration": total,
                 "load_duration": 1000,
-                "prompt_eval_count": prompt_tokens,
-                "prompt_eval_duration": max(1, total // 4),
-                "eval_count": completion_tokens,
-                "eval_duration": max(1, total // 2),
+                **(counts if self.runtime.reports_usage else {}),
             }
 
         if not stream:
@@ -653,7 +656,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "created": created,
                     "model": model,
                     "choices": [choice],
-                    "usage": usage,
+                    **({"usage": usage} if self.runtime.reports_usage else {}),
                 },
             )
             return
@@ -680,7 +683,8 @@ class _Handler(BaseHTTPRequestHandler):
             last = {"index": 0, "text": "", "finish_reason": reply.finish_reason, "logprobs": None}
         tail = event([last])
         options = body.get("stream_options")
-        if isinstance(options, dict) and options.get("include_usage"):
+        asked = isinstance(options, dict) and options.get("include_usage")
+        if asked and self.runtime.reports_usage:
             tail += event([], usage=usage)
         groups.append(tail + b"data: [DONE]\n\n")
         self._stream("text/event-stream; charset=utf-8", groups, reply)
@@ -801,6 +805,9 @@ class RuntimeServer:
         self.models: set[str] = set(models)
         self.script: Script | None = None
         self.tokenizer: bool = True
+        #: False: no token counts in any answer, streamed or not, as llama-cpp-python's
+        #: streams (it ignores ``stream_options``) and some OpenAI-compatible servers.
+        self.reports_usage: bool = True
         #: A context size in tokens (words here): longer prompts, with the answer's room,
         #: are refused as :attr:`context_style` words it on the OpenAI-compatible paths
         #: (``llama.cpp``, ``llama-cpp-python`` or ``vllm``); Ollama's wording on its own.
@@ -893,6 +900,7 @@ class RuntimeServer:
         self.script = None
         self.models = set(self._initial_models)
         self.tokenizer = True
+        self.reports_usage = True
         self.context_length = None
         self.context_style = "llama.cpp"
         self.models_delay = 0.0

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents.models import Job, JobKind, JobStatus, Step, StepKind, StepStatus
 from conversations.models import Conversation, Message
-from gateway.models import UsageRecord
+from gateway.models import ApiKey, UsageRecord
 from tests.factories import default_profile, make_job
 
 pytestmark = pytest.mark.django_db
@@ -188,6 +188,28 @@ def test_the_transcript_is_chat_style_with_jobs_and_context_steps_one_click_away
     assert second_context not in message_3
 
 
+def test_jobs_steps_messages_and_usage_records_are_pages_without_save(staff_client, own_key):
+    conversation, jobs, steps = _conversation_with_two_turns(own_key)
+    usage = UsageRecord.objects.create(
+        api_key=own_key, model="test-model", status=200, elapsed=0.4, job_id=jobs[0].pk
+    )
+    message = Message.objects.filter(conversation=conversation).first()
+    running = make_job(own_key, status=JobStatus.RUNNING, lease_owner="w")
+    pages = [
+        reverse("admin:agents_job_change", args=[quote(jobs[0].pk)]),
+        reverse("admin:agents_job_change", args=[quote(running.pk)]),
+        reverse("admin:agents_step_change", args=[steps[0].pk]),
+        reverse("admin:conversations_message_change", args=[message.pk]),
+        reverse("admin:gateway_usagerecord_change", args=[usage.pk]),
+    ]
+    for url in pages:
+        html = staff_client.get(url).content.decode()
+        assert 'name="_save"' not in html, url
+        assert 'name="_continue"' not in html, url
+    running_page = staff_client.get(pages[1]).content.decode()
+    assert "cancel/" in running_page  # a running job still has its Cancel button
+
+
 # --- Playground ---------------------------------------------------------------------------
 
 
@@ -236,6 +258,43 @@ def test_the_playground_applies_the_keys_model_permission(
     )
     assert response.context["error"] == "model_not_allowed"
     assert b'id="playground-error"' in response.content
+    assert runtime.generate_requests() == []
+
+
+def test_a_staff_member_without_a_key_runs_the_playground_as_themselves(
+    staff_client, superuser, runtime
+):
+    assert not ApiKey.objects.exists()
+    page = staff_client.get(reverse("admin:playground"))
+    assert b"You have no live key" not in page.content
+    for _ in range(2):
+        response = staff_client.post(
+            reverse("admin:playground"),
+            {"api_key": "", "model": "test-model", "prompt": "hi", "options": ""},
+        )
+        assert response.context["result"].response == "echo: hi"
+    [key] = ApiKey.objects.all()  # made once, then used again
+    assert (key.owner, key.name, key.scopes) == (superuser, "playground", ["model"])
+    assert key.expires_at is not None
+    assert UsageRecord.objects.filter(api_key=key, status=200).count() == 2
+
+
+def test_a_playground_error_reads_as_sentences(staff_client, own_key, runtime):
+    response = staff_client.post(
+        reverse("admin:playground"),
+        {
+            "api_key": own_key.pk,
+            "model": "test-model",
+            "prompt": "hi",
+            "options": '{"temperature": -1}',
+        },
+    )
+    assert response.context["error"] == "validation_error"
+    [problem] = response.context["problems"]
+    assert problem.startswith("options.temperature: ") and problem.endswith(".")
+    html = response.content.decode()
+    assert "ErrorDetail" not in html and "{'" not in html
+    assert problem in html
     assert runtime.generate_requests() == []
 
 

@@ -17,7 +17,7 @@ from agents import tasks
 from agents.models import JobStatus, Step, StepKind
 from gateway.models import ApiKey, UsageRecord
 from tests.conftest import STAFF_PASSWORD
-from tests.factories import InThread, make_job, wait_for
+from tests.factories import InThread, default_profile, make_job, wait_for
 from tests.runtime_server import Reply
 from tests.test_backoffice import _conversation_with_two_turns
 
@@ -31,6 +31,8 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "var" / "screenshots"
 WIDTH = 1400
+# The job list, the page a newcomer opens most, fits a 1,280 px screen.
+JOB_LIST_WIDTH = 1280
 PLAIN_KEY = re.compile(r"llmgw_[a-z0-9]{12}_[A-Za-z0-9]{40}")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -223,7 +225,7 @@ def test_the_playground_answers_through_the_loopback_runtime(page, live_server, 
 @pytest.mark.parametrize(
     "model", ["agents_job", "conversations_conversation", "gateway_apikey", "gateway_usagerecord"]
 )
-def test_the_lists_fit_in_1400_pixels(page, live_server, own_key, model):
+def test_the_lists_fit_in_1400_pixels_and_the_job_list_in_1280(page, live_server, own_key, model):
     job = make_job(own_key, status=JobStatus.FAILED, scope_id="a-rather-long-scope-id-" * 3)
     UsageRecord.objects.create(
         api_key=own_key,
@@ -237,10 +239,12 @@ def test_the_lists_fit_in_1400_pixels(page, live_server, own_key, model):
         origin="agent",
     )
     _conversation_with_two_turns(own_key)
+    limit = JOB_LIST_WIDTH if model == "agents_job" else WIDTH
+    page.set_viewport_size({"width": limit, "height": 1000})
     _open(page, live_server, reverse(f"admin:{model}_changelist"))
     _shot(page, f"list-{model}")
     width = page.evaluate("() => document.documentElement.scrollWidth")
-    assert width <= WIDTH, f"{model}: the page is {width} px wide"
+    assert width <= limit, f"{model}: the page is {width} px wide"
     # The admin lets a wide table scroll inside its own box: no column may be cut off.
     table = page.evaluate(
         "() => { const r = document.querySelector('#changelist .results');"
@@ -250,3 +254,54 @@ def test_the_lists_fit_in_1400_pixels(page, live_server, own_key, model):
     if model == "gateway_usagerecord":
         page.click(f"a[href$='{job.pk}/change/']")
         page.wait_for_selector("#step-timeline, .field-timeline")
+
+
+def test_the_api_docs_try_it_out_starts_a_job_with_the_example_as_it_is(
+    page, live_server, make_key, superuser, sync_queue
+):
+    _, plain = make_key(name="docs", owner=superuser, scopes=("model", "agent"))
+    default_profile()  # the example's profile (a flushed database lost the migration's)
+    _open(page, live_server, "/api/docs/")
+    page.wait_for_selector(".opblock")
+    # One error component per status, not one per operation and status.
+    schemas = page.locator("section.models .model-container").all_inner_texts()
+    assert len([s for s in schemas if s.startswith("Error")]) <= 15
+    page.click("button.authorize")
+    page.fill(".modal-ux input", plain)
+    page.click(".modal-ux .auth-btn-wrapper button.authorize")
+    page.click(".modal-ux button.btn-done")
+    operation = page.locator(".opblock", has=page.locator("[data-path='/agent/job/start']"))
+    operation.locator(".opblock-summary").click()
+    body = operation.locator(".body-param__example, .microlight").first.inner_text()
+    assert '"profile": "default"' in body and "T-1042" in body
+    _shot(page, "api-docs-job-start")
+    operation.locator("button.try-out__btn").click()
+    operation.locator("button.execute").click()
+    live = operation.locator(".live-responses-table tbody .response-col_status")
+    live.first.wait_for()
+    assert live.first.inner_text().strip().startswith("200")
+    answer = operation.locator(".live-responses-table .microlight").first.inner_text()
+    assert '"status": "queued"' in answer
+    _shot(page, "api-docs-try-it-out")
+    operation.locator(".live-responses-table").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "api-docs-try-it-out-answer.png"))
+
+
+def test_a_failed_tasks_page_shows_what_changed_first_and_folds_the_rest(
+    page, live_server, own_key, runtime
+):
+    runtime.script = lambda prompt, body: ""  # every answer empty: the job fails
+    job = make_job(own_key, task="Write a haiku about autumn.")
+    assert tasks.run_job(job.pk) == JobStatus.FAILED
+    _open(page, live_server, reverse("admin:agents_job_change", args=[job.pk]))
+    page.wait_for_selector("#step-timeline")
+    assert page.locator("input[name=_save]").count() == 0
+    first = page.locator(".timeline > li").first
+    assert first.locator(".prompt-new").first.inner_text() == job.task
+    # the profile's system text is folded in every call, shown in none
+    folds = page.locator("details.prompt-fold:not([open])")
+    assert folds.count() >= job.profile.max_steps
+    assert not page.get_by_text("Below is a task", exact=False).first.is_visible()
+    later = page.locator(".timeline > li").nth(2)
+    assert "new since step #" in later.inner_text()
+    _shot(page, "job-failed-task")

@@ -243,14 +243,9 @@ def test_a_fact_from_message_37_of_5000_reaches_the_prompt_by_the_agents_own_ret
     assert f"User: {FACT}\n" in earlier
     assert earlier.endswith("\n\nUser: What is my locker code?\nAssistant:")
     steps = step_names(data["job_id"])
-    assert steps[:5] == [
-        ("context", "build_context"),
-        ("tool_call", "search_history"),
-        ("tool_call", "read_history"),
-        ("context", "build_context"),
-        ("model_call", "reply"),
-    ]
-    search = Step.objects.get(job_id=data["job_id"], name="search_history")
+    assert steps[:2] == [("context", "build_context"), ("tool_call", "search_history")]
+    assert steps.index(("context", "build_context"), 1) == steps.index(("model_call", "reply")) - 1
+    search = Step.objects.filter(job_id=data["job_id"], name="search_history").first()
     assert search.input["arguments"]["query"] == "What is my locker code?"
     assert search.output["result"]["mode"] == "hybrid"
     assert search.output["result"]["messages"][0]["seq"] == 37
@@ -325,7 +320,9 @@ def test_long_recent_messages_leave_room_for_the_message_retrieval_found(chat, r
     data = chat("What is the vault code I told you at the start?")
     assert reply_of(data["job_id"]) == "It is 5-1-7-3-9."
     prompt = runtime.prompts()[0]
-    assert "Earlier in the conversation:\nUser: " + VAULT in prompt
+    assert re.search(
+        r"Earlier in the conversation:\n#1 \(just now\) User: " + re.escape(VAULT), prompt
+    )
     assert "[message cut: about " in prompt  # the newest paste, clipped in the prompt only
     built = Step.objects.filter(job_id=data["job_id"], name="build_context").last()
     assert built.output["retrieved_messages"] >= 1
@@ -344,7 +341,9 @@ def test_the_prompt_says_how_many_earlier_messages_are_not_shown(chat, runtime, 
     chat("What about the garden?")
     prompt = runtime.prompts()[0]
     hidden = int(re.search(r"\((\d+) earlier messages are not shown here\.\)", prompt).group(1))
-    shown = len(re.findall(r"^(?:#\d+ )?(?:User|Assistant): Message \d+", prompt, re.M))
+    shown = len(
+        re.findall(r"^(?:#\d+(?: \([^)]*\))? )?(?:User|Assistant): Message \d+", prompt, re.M)
+    )
     assert hidden + shown == 300
     # The default profile's base model gets no tool list; its agent retrieves by itself.
     assert "search_history" not in prompt
@@ -363,7 +362,9 @@ def test_a_chat_models_system_message_says_what_is_hidden_and_names_the_tools(
     system, *turns = request.body["messages"]
     assert system["role"] == "system"
     hidden = int(re.search(r"\((\d+) earlier messages are not shown here\.", system["content"])[1])
-    retrieved = re.findall(r"^#\d+ (?:User|Assistant): Message \d+", system["content"], re.M)
+    retrieved = re.findall(
+        r"^#\d+(?: \([^)]*\))? (?:User|Assistant): Message \d+", system["content"], re.M
+    )
     recent = [m for m in turns if m["content"].startswith("Message ")]
     assert hidden + len(retrieved) + len(recent) == 300
     assert "- search_history:" in system["content"]

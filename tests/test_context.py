@@ -335,7 +335,7 @@ def test_retrieved_messages_take_their_share_and_are_never_shown_twice(owner):
     recent = first.recent[-1]
     context = build(conversation, agent, "q", retrieved=[old, recent])
     assert [item.seq for item in context.retrieved] == [5]
-    assert "Earlier in the conversation:\nUser: filler 4" in context.prompt
+    assert "Earlier in the conversation:\n#5 User: filler 4" in context.prompt
     assert context.prompt.count(recent.content) == 1
     assert context.used <= context.budget
     assert context.search_before == first.search_before
@@ -420,10 +420,9 @@ def test_a_transcript_profile_is_shown_the_retrieved_messages_last_before_the_qu
     context = build(conversation, agent, "What is my dog called?", retrieved=[reply, fact])
     assert [item.seq for item in context.retrieved] == [3, 4]
     assert context.prompt.endswith(
-        "\n\nEarlier in the conversation:\nUser: My dog is Pixel.\nAssistant: Nice dog."
+        "\n\nEarlier in the conversation:\n#3 User: My dog is Pixel.\n#4 Assistant: Nice dog."
         "\n\nUser: What is my dog called?\nAssistant:"
     )
-    assert "#3" not in context.prompt
     assert context.used <= context.budget
 
 

@@ -104,6 +104,8 @@ def test_an_empty_page_is_not_an_error(agent_client, owner):
         ({"limit": "2.5"}, "limit"),
         ({"before": "0"}, "before"),
         ({"before": "x"}, "before"),
+        ({"limit": "", "before": "3"}, "limit"),
+        ({"before": ""}, "before"),
     ],
 )
 def test_bad_paging_values_are_a_validation_error(agent_client, owner, params, field):

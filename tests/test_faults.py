@@ -14,7 +14,13 @@ from django.conf import settings
 from agents.models import Job, JobStatus, StepKind, StepStatus
 from conversations.models import Message
 from gateway.models import UsageRecord
-from tests.factories import default_profile, wait_for
+from tests.factories import (
+    default_profile,
+    job_progress,
+    recovery_seconds,
+    wait_for,
+    wait_while_moving,
+)
 from tests.live import Cluster
 from tests.runtime_server import Reply, RuntimeServer
 
@@ -57,11 +63,14 @@ def start_task(client) -> str:
     return response.json()["data"]["job_id"]
 
 
-def wait_until_ended(job_id: str, *clusters: Cluster, timeout: float = 45) -> Job:
+def wait_until_ended(job_id: str, *clusters: Cluster) -> Job:
+    """Waits while the job moves (runs, steps, heartbeats) or may be on its way back to a
+    worker (a lease to run out, the reaper to come by)."""
     try:
-        wait_for(
+        wait_while_moving(
             lambda: Job.objects.get(pk=job_id).is_terminal,
-            timeout=timeout,
+            progress=lambda: job_progress([job_id]),
+            still_for=recovery_seconds(),
             what=f"job {job_id} to end",
         )
     except AssertionError:

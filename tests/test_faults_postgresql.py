@@ -11,13 +11,18 @@ import threading
 import time
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from agents.models import Job, JobStatus
 from conversations.models import Message
 from gateway.models import ApiKey, UsageRecord
-from tests.factories import default_profile, wait_for
+from tests.factories import (
+    default_profile,
+    job_progress,
+    recovery_seconds,
+    wait_for,
+    wait_while_moving,
+)
 from tests.live import request
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -72,10 +77,9 @@ def chat(url: str, key: str, scope_id: str) -> str:
 
 
 def wait_until_finished(url: str, key: str, job_ids: list[str], cluster) -> None:
-    """Waits as long as recovery may take: a chat cut by each of the drops, each time put
-    back once its lease runs out and the reaper runs, plus its runs on a busy machine."""
-    recovery = settings.JOB_LEASE_SECONDS + settings.JOB_REAP_SECONDS
-    timeout = ROUNDS * recovery + 30
+    """Waits as long as the chats move (runs, steps, heartbeats) or may be on their way
+    back to a worker: a chat cut by a drop is put back once its lease runs out and the
+    reaper comes by. On a busy machine that takes longer, and the wait with it."""
 
     def finished() -> bool:
         statuses = [request(url, "GET", f"/agent/job/{j}", key=key) for j in job_ids]
@@ -83,7 +87,12 @@ def wait_until_finished(url: str, key: str, job_ids: list[str], cluster) -> None
         return all(answer["data"]["status"] == JobStatus.FINISHED for _, answer in statuses)
 
     try:
-        wait_for(finished, timeout=timeout, what="the chats to finish")
+        wait_while_moving(
+            finished,
+            progress=lambda: job_progress(job_ids),
+            still_for=recovery_seconds(),
+            what="the chats to finish",
+        )
     except AssertionError:
         print(cluster.output())
         raise

@@ -354,7 +354,7 @@ def test_a_tool_call_round_trip_reaches_the_final_answer(key, runtime):
         return '{"tool": "calculator", "arguments": {"expression": "6*7"}}'
 
     runtime.script = script
-    job = make_job(key, task="What is six times seven?")
+    job = make_job(key, task="Ask the calculator for six times seven and say how it went.")
     assert tasks.run_job(job.pk) == JobStatus.FINISHED
     job = fresh(job)
     assert job.final_result["text"] == "6 times 7 is 42."
@@ -396,7 +396,10 @@ def test_junk_answers_fail_the_job_after_max_steps_without_a_crash_loop(
     notes = job.steps.filter(kind=StepKind.NOTE)
     assert notes.count() == max_steps
     assert all(n.input["problem"] == problem for n in notes)
-    assert problem in runtime.prompts()[-1]
+    # A base model's prompt (the default profile) is asked again as it was, with sampling.
+    first, *others = runtime.generate_requests()
+    assert all(r.body["prompt"] == first.body["prompt"] for r in others)
+    assert {r.body["options"]["temperature"] for r in others} == {0.7}
     # Over is over: neither a second delivery nor the reaper starts it again.
     assert tasks.run_job(job.pk) == "not claimed"
     assert recovery.job_reap(now=timezone.now() + timedelta(days=1))["requeued"] == 0

@@ -386,3 +386,54 @@ def test_an_agent_model_streams_its_reply(client, agent):
     assert text == "All good here."
     assert chunks[0].model_extra["job_id"]
     assert chunks[-1].usage.completion_tokens >= 1
+
+
+def test_a_streamed_call_counts_its_runtime_call_and_its_time_to_first_token(
+    client, runtime, protocol
+):
+    from django.test import Client
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def samples() -> dict[str, float]:
+        text = Client().get("/metrics").content.decode()
+        return {
+            s.name: s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.labels.get("model") == "test-model"
+            and s.labels.get("outcome", "ok") == "ok"
+            and s.name
+            in (
+                "llmgw_runtime_requests_total",
+                "llmgw_runtime_time_to_first_token_seconds_count",
+            )
+        }
+
+    before = samples()
+    runtime.script = lambda prompt, body: Reply(text="one two three", chunk_delay=0.01)
+    stream = client.chat.completions.create(
+        model="test-model", messages=[{"role": "user", "content": "count"}], stream=True
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    after = samples()
+    for name in ("llmgw_runtime_requests_total", "llmgw_runtime_time_to_first_token_seconds_count"):
+        assert after.get(name, 0) - before.get(name, 0) == 1, name
+
+
+def test_a_streamed_call_on_a_runtime_without_counts_records_estimated_counts(
+    client, runtime, protocol
+):
+    runtime.reports_usage = False
+    runtime.script = lambda prompt, body: Reply(text="three little words", chunk_delay=0.01)
+    stream = client.chat.completions.create(
+        model="test-model",
+        messages=[{"role": "user", "content": "count these four"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    # the loopback runtime's tokenizer counts words
+    assert chunks[-1].usage.completion_tokens == 3
+    [row] = usage_rows()
+    assert (row.completion_tokens, row.tokens_estimated) == (3, True)
+    assert row.prompt_tokens >= 3

@@ -216,22 +216,83 @@ def key(make_key):
     return make_key()[0]
 
 
-def test_an_arithmetic_task_is_worked_out_with_the_calculator_before_the_model_call(key, runtime):
-    runtime.script = lambda prompt, body: " 391"
-    job = make_job(key, task="What is 17 * 23?")
+def test_an_arithmetic_task_in_plain_words_is_worked_out_step_by_step_without_the_model(
+    key, runtime
+):
+    job = make_job(key, task="Add 17 and 25, then multiply by 3.")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    steps = list(job.steps.all())
+    assert [(s.kind, s.name, s.input["arguments"]["expression"]) for s in steps] == [
+        ("tool_call", "calculator", "17 + 25"),
+        ("tool_call", "calculator", "42 * 3"),
+    ]
+    assert runtime.generate_requests() == []
+    assert job.final_result == {
+        "text": "126",
+        "answered_by": "calculator",
+        "verified": True,
+        "calculation": {
+            "expression": "42 * 3",
+            "value": 126,
+            "steps": [
+                {"expression": "17 + 25", "value": 42},
+                {"expression": "42 * 3", "value": 126},
+            ],
+        },
+    }
+
+
+def test_a_task_that_asks_for_more_than_arithmetic_gets_the_calculation_in_its_prompt(key, runtime):
+    runtime.script = lambda prompt, body: " It is 391."
+    job = make_job(key, task="What is 17 * 23? Say it in a sentence.")
     assert tasks.run_job(job.pk) == JobStatus.FINISHED
     job.refresh_from_db()
     assert [(s.kind, s.name) for s in job.steps.all()] == [
         ("tool_call", "calculator"),
         ("model_call", "generate"),
     ]
-    tool = job.steps.get(kind="tool_call")
-    assert tool.input == {"arguments": {"expression": "17 * 23"}}
     [prompt] = runtime.prompts()
-    assert "Task: What is 17 * 23?\nCalculator: 17 * 23 = 391\n\nAnswer:" in prompt
+    assert "Calculator: 17 * 23 = 391\n\nAnswer:" in prompt
     assert "calculator:" not in prompt  # still no tool list
-    assert job.final_result["text"] == "391"
-    assert job.final_result["calculation"] == {"expression": "17 * 23", "value": 391}
+    assert job.final_result["text"] == "It is 391."
+    assert job.final_result["answered_by"] == "model"
+    assert job.final_result["verified"] is False
+    assert job.final_result["calculation"]["value"] == 391
+
+
+def test_a_task_the_agent_cannot_check_is_labelled_as_the_models_answer(key, runtime):
+    runtime.script = lambda prompt, body: " Eight apples."
+    job = make_job(key, task="Tom has three bags with some apples in each. How many?")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert not job.steps.filter(kind="tool_call").exists()
+    assert "calculation" not in job.final_result
+    assert job.final_result["answered_by"] == "model"
+    assert job.final_result["verified"] is False
+
+
+def test_a_task_prompt_starts_with_the_task_prompt_not_the_chats_example(key, runtime):
+    runtime.script = lambda prompt, body: " Leaves fall."
+    job = make_job(key, task="Write a haiku about autumn.")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    [prompt] = runtime.prompts()
+    assert prompt.startswith(job.profile.task_prompt)
+    assert "Tom" not in prompt and "bike" not in prompt
+    assert prompt.endswith("Task: Write a haiku about autumn.\n\nAnswer:")
+
+
+def test_an_empty_answer_to_a_task_is_asked_again_with_sampling(key, runtime):
+    replies = iter(["", "\n", " Crisp leaves drift down."])
+    runtime.script = lambda prompt, body: next(replies)
+    job = make_job(key, task="Write a haiku about autumn.")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert job.final_result["text"] == "Crisp leaves drift down."
+    first, second, third = runtime.generate_requests()
+    assert first.body["options"]["temperature"] == 0
+    assert second.body["options"]["temperature"] == third.body["options"]["temperature"] == 0.7
+    assert first.body["prompt"] == second.body["prompt"] == third.body["prompt"]
 
 
 def test_a_task_without_arithmetic_calls_no_calculator(key, runtime):
@@ -242,19 +303,29 @@ def test_a_task_without_arithmetic_calls_no_calculator(key, runtime):
     assert [s.kind for s in job.steps.all()] == ["model_call"]
     assert "calculation" not in job.final_result
     stop = runtime.generate_requests()[0].body["options"]["stop"]
-    assert "\n\n" in stop and "\nTask:" in stop
+    assert "\nTask:" in stop
+    assert "\n\n" not in stop  # it ends the answer after its first word (below)
+
+
+def test_a_base_models_answer_that_starts_with_a_blank_line_ends_at_the_next_one(key, runtime):
+    answer = "\n\nCrisp leaves drift down,\nthe old oak sighs.\n\nMore."
+    runtime.script = lambda prompt, body: answer
+    job = make_job(key, task="Write a haiku about autumn.")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert job.final_result["text"] == "Crisp leaves drift down,\nthe old oak sighs."
 
 
 def test_a_chat_profiles_task_is_sent_as_messages_with_its_tools(key, runtime):
     profile = chat_profile()
     runtime.script = lambda prompt, body: "Done."
-    job = make_job(key, task="What is 17 * 23?", profile=profile)
+    job = make_job(key, task="Explain what 17 * 23 means.", profile=profile)
     assert tasks.run_job(job.pk) == JobStatus.FINISHED
     [request] = runtime.generate_requests()
     assert request.path == "/api/chat"
     system, user = request.body["messages"]
     assert "- calculator:" in system["content"]
-    assert user == {"role": "user", "content": "Task: What is 17 * 23?"}
+    assert user == {"role": "user", "content": "Task: Explain what 17 * 23 means."}
     assert not Step.objects.filter(job=job, kind="tool_call").exists()
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.arithmetic import arithmetic_expression, format_value
+from agents.arithmetic import arithmetic_expression, format_value, plan
 from agents.replies import clean_reply
 
 
@@ -81,11 +81,37 @@ def test_a_transcript_reply_loses_a_later_line_in_someone_elses_name(raw, clean)
         ("Call 555-1234 tomorrow.", None),
         ("Meet on 2024-05-03.", None),
         ("Is 5 bigger than 3?", None),
-        ("What is six times seven?", None),
+        ("What is six times seven?", "6 * 7"),
+        ("What is 15% of 80?", "15 * 80 / 100"),
+        ("What is half of 3 dozen?", "(3 * 12) / 2"),
+        ("What is the average of 4, 8 and 12?", "(4 + 8 + 12) / 3"),
+        ("Write a haiku about autumn.", None),
+        ("List 3 fruits and 2 vegetables.", None),
     ],
 )
 def test_the_arithmetic_of_a_task_is_found(task, expression):
     assert arithmetic_expression(task) == expression
+
+
+@pytest.mark.parametrize(
+    ("task", "steps"),
+    [
+        ("Add 17 and 25, then multiply by 3", ["17 + 25", "P * 3"]),
+        ("Start with 10, add 5, then double it.", ["10 + 5", "2 * P"]),
+        ("Subtract 8 from 50 and then divide the result by 2.", ["50 - 8", "P / 2"]),
+        ("Take 10% of 250, then add 5 to it.", ["10 * 250 / 100", "P + 5"]),
+    ],
+)
+def test_a_task_in_several_steps_is_read_as_calculator_steps(task, steps):
+    found = plan(task)
+    assert found is not None and found.pure
+    assert found.steps == steps
+
+
+def test_arithmetic_inside_a_task_that_asks_for_more_is_not_pure():
+    found = plan("Explain why 2 + 2 = 4.")
+    assert found is not None and not found.pure
+    assert found.steps == ["2 + 2"]
 
 
 @pytest.mark.parametrize(("value", "text"), [(391, "391"), (12.0, "12"), (1 / 3, "0.3333333333")])

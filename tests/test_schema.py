@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from django.core.management import call_command
 
@@ -68,13 +69,73 @@ def test_the_schema_documents_the_answers_of_the_model_endpoint(schema):
         error = shape(code)
         assert set(error["properties"]) == {"ok", "error", "message", "details"}
         assert {"error", "message", "details"} <= set(error["required"])
-    assert shape("400")["properties"]["error"]["enum"] == [
-        "invalid_json",
-        "validation_error",
-        "unknown_model",
-        "runtime_rejected",
-        "context_length_exceeded",
-    ]
+    ids = ["invalid_json", "validation_error", "unknown_model", "runtime_rejected"]
+    ids.append("context_length_exceeded")
+    assert responses["400"]["description"] == ", ".join(f"`{i}`" for i in ids)
+    assert set(ids) <= set(shape("400")["properties"]["error"]["enum"])
+
+
+def own_paths(schema: dict) -> dict:
+    """The service's own API: /v1/ answers in OpenAI's shapes, errors included."""
+    return {p: m for p, m in schema["paths"].items() if not p.startswith("/v1/")}
+
+
+def test_error_answers_are_one_component_per_status_with_every_id_it_carries(schema):
+    errors = {n for n in schema["components"]["schemas"] if n.startswith("Error")}
+    statuses = {
+        code
+        for methods in own_paths(schema).values()
+        for operation in methods.values()
+        for code in operation["responses"]
+        if code != "200"
+    }
+    assert errors == {f"Error{code}" for code in statuses}
+    for methods in own_paths(schema).values():
+        for operation in methods.values():
+            for code, answer in operation["responses"].items():
+                if code == "200":
+                    continue
+                ref = answer["content"]["application/json"]["schema"]["$ref"]
+                assert ref == f"#/components/schemas/Error{code}"
+                enum = schema["components"]["schemas"][f"Error{code}"]["properties"]["error"]
+                ids = [i.strip("`") for i in answer["description"].split(", ")]
+                assert set(ids) <= set(enum["enum"])
+                shown = answer["content"]["application/json"]["examples"]
+                assert [e["value"]["error"] for e in shown.values()] == ids
+
+
+def _validate(schema: dict, fragment: dict, value) -> None:
+    from tests.test_schema_conformance import strict
+
+    root = strict({**fragment, "components": schema["components"]})
+    jsonschema.validate(value, root)
+
+
+def test_every_operation_has_an_example_request_and_answer_that_match_its_schema(schema):
+    for path, methods in own_paths(schema).items():
+        for method, operation in methods.items():
+            where = f"{method.upper()} {path}"
+            body = operation.get("requestBody")
+            if body:
+                content = body["content"]["application/json"]
+                assert content.get("examples"), f"{where}: no example request"
+                for shown in content["examples"].values():
+                    _validate(schema, content["schema"], shown["value"])
+            answer = operation["responses"]["200"]["content"]["application/json"]
+            assert answer.get("examples"), f"{where}: no example answer"
+            for shown in answer["examples"].values():
+                _validate(schema, answer["schema"], shown["value"])
+
+
+def test_the_examples_use_the_demo_profile_and_model(schema):
+    from django.conf import settings
+
+    start = schema["paths"]["/agent/job/start"]["post"]["requestBody"]["content"]
+    [shown] = start["application/json"]["examples"].values()
+    assert shown["value"]["profile"] == "default"
+    call = schema["paths"]["/api.php"]["post"]["requestBody"]["content"]["application/json"]
+    [shown] = call["examples"].values()
+    assert shown["value"]["model"] == settings.AGENT_MODEL
 
 
 @pytest.fixture

@@ -213,9 +213,10 @@ def test_job_status_answers_as_documented(check, make_key, api_client, small_bod
     assert ok(client.get(url), 200)["data"]["job_id"] == job.pk
     token = "w"
     claimed = jobs.job_claim(job.pk, token=token)
-    jobs.job_finish(claimed, token=token, final_result={"text": "done"})
+    result = {"text": "done", "answered_by": "model", "verified": False}
+    jobs.job_finish(claimed, token=token, final_result=result)
     data = ok(client.get(url), 200)["data"]
-    assert data["final_result"] == {"text": "done"}
+    assert data["final_result"] == result
     failed = make_job(api_key, status=JobStatus.FAILED, error="it went wrong")
     assert ok(client.get(f"/agent/job/{failed.pk}"), 200)["data"]["error"]
     ok(api_client.get(url), 401, "invalid_api_key")

@@ -50,7 +50,6 @@ def test_a_float_that_overflows_is_a_tool_error(expression):
 @pytest.mark.django_db
 @pytest.mark.parametrize("task", [f"What is {e}?" for e in HOSTILE[:2]])
 def test_a_task_with_a_huge_power_finishes_with_the_calculators_refusal(key, runtime, task):
-    runtime.script = lambda prompt, body: "The number is too large to compute."
     job = make_job(key, task=task)
     assert tasks.run_job(job.pk) == JobStatus.FINISHED
     job = fresh(job)
@@ -58,7 +57,9 @@ def test_a_task_with_a_huge_power_finishes_with_the_calculators_refusal(key, run
     assert step.status == StepStatus.FAILED
     assert "more than 1,000 digits" in step.output["error"]
     assert "more than 1,000 digits" in job.final_result["calculation"]["error"]
-    assert "more than 1,000 digits" in runtime.prompts()[0]  # the model is told why
+    assert job.final_result["text"].startswith("I cannot work this out: The result would")
+    assert job.final_result["answered_by"] == "calculator"
+    assert runtime.prompts() == []  # nothing left for the model to make up
     assert not job.steps.filter(status=StepStatus.RUNNING).exists()
 
 
@@ -132,7 +133,7 @@ def test_a_base_models_tool_call_in_a_task_is_not_run(key, runtime):
     calls = []
 
     def script(prompt, body):
-        calls.append(prompt)
+        calls.append(body)
         if len(calls) == 1:
             return '{"tool": "read_history", "arguments": {}}'
         return "I will not read anything."
@@ -144,7 +145,9 @@ def test_a_base_models_tool_call_in_a_task_is_not_run(key, runtime):
     assert not job.steps.filter(kind=StepKind.TOOL_CALL).exists()
     note = job.steps.get(kind=StepKind.NOTE, name="unusable_answer")
     assert note.input["tool"] == "read_history"
-    assert "offered no tools" in calls[1]
+    # asked again as it was, with sampling: a base model cannot read why
+    assert calls[1]["prompt"] == calls[0]["prompt"]
+    assert calls[1]["options"]["temperature"] == 0.7
 
 
 @pytest.mark.django_db

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0006_job_request_id"),
+        ("agents", "0007_profile_task_prompt"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

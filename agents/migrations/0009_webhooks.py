@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0007_idempotency_key"),
+        ("agents", "0008_idempotency_key"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,240 @@
+"""Whether the task agent answers right or says it is not sure, with the embedded model.
+
+    .venv/bin/python bench/task_quality.py                     # this checkout, held-out set
+    .venv/bin/python bench/task_quality.py --tree /tmp/before  # another checkout's code
+    .venv/bin/python bench/task_quality.py --set tuning        # the tasks changes are tried on
+
+It runs the service as ``bench/chat_quality.py`` does (gunicorn, a django-q2 cluster, a
+fresh SQLite database, the embedded llama.cpp runtime with Gemma 3 270M) and starts task
+jobs through ``POST /agent/job/start`` with the ``default`` profile, over HTTP only:
+
+* **Arithmetic** in plain words ("Add 36 and 47, then ..."): *right* when the answer's
+  text holds the exact result; *labelled* when it does not but ``final_result`` says it is
+  the model's answer, unchecked (``verified: false``), or the job failed; *silently wrong*
+  otherwise (a wrong answer that claims to be checked, or carries no label at all).
+* **Writing** ("Write a haiku about the sea."): *answered* when the job finished with a
+  text that is not empty and not the task again; also counted: answers that borrow the
+  chat example's facts (Tom, the bike, the shed), and jobs that failed.
+
+The held-out tasks were written for this bench and no prompt or parser was tuned on them;
+changes are tried on ``TUNING_*``. Without the ``local`` extra it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_DIR))
+
+from bench.chat_quality import Service, embedded, qcluster  # noqa: E402
+from bench.common import (  # noqa: E402
+    ServerConfig,
+    create_api_key,
+    gunicorn,
+    manage,
+    service_env,
+    sqlite_database,
+)
+from scripts import embedded_runtime  # noqa: E402
+
+ARITHMETIC = [
+    ("Add 36 and 47, then multiply the result by 2.", 166),
+    ("What is 20% of 150?", 30),
+    ("What is half of 5 dozen?", 30),
+    ("Multiply 14 by 6.", 84),
+    ("What is 250 divided by 5?", 50),
+    ("Subtract 19 from 73.", 54),
+    ("What is 12 plus 30 plus 8?", 50),
+    ("Take 64, halve it, then add 10.", 42),
+    ("What is 7 times 8?", 56),
+    ("Calculate 3 to the power of 4.", 81),
+    ("What is a third of 48?", 16),
+    ("What is 45% of 200?", 90),
+    ("Double 37 and then subtract 4.", 70),
+    ("What is the sum of 11, 22 and 33?", 66),
+    ("What is 9 squared?", 81),
+    ("How much is 1,200 minus 450?", 750),
+    ("What is the product of 4 and 25?", 100),
+    ("What is the difference between 90 and 35?", 55),
+    ("Divide 144 by 12, then add 8.", 20),
+    ("What is the average of 10, 20 and 60?", 30),
+    ("What is two dozen plus five?", 29),
+    ("What is three quarters of 80?", 60),
+    ("Add 8 to 15, then double it.", 46),
+    ("What's 18 \u00d7 3?", 54),
+    ("Start with 50, subtract 12, then divide by 2.", 19),
+    ("What is 5% of 60?", 3),
+    ("What is twelve times eleven?", 132),
+    ("Increase 40 by 10%.", 44),
+    ("What is 81 divided by 9, plus 1?", 10),
+    ("Work out 6 times 7, then subtract 2.", 40),
+]
+WRITING = [
+    "Write a haiku about the sea.",
+    "Write one sentence describing a rainy morning.",
+    "Suggest a name for a small bakery.",
+    "Write a short thank-you note to a neighbour who watered my plants.",
+    "Describe a cat in two sentences.",
+    "Write a slogan for a bicycle shop.",
+    "Give me a title for a story about a lost key.",
+    "Write a two-line poem about winter.",
+    "Explain in one sentence why the sky looks blue.",
+    "Write a friendly greeting for a hotel guest.",
+    "List three fruits that are red.",
+    "Write a short apology for arriving late to a meeting.",
+    "Describe the smell of fresh bread.",
+    "Write a tweet announcing a new coffee menu.",
+    "Give one tip for sleeping better.",
+    "Write a limerick about a frog.",
+    "Summarise the plot of Cinderella in one sentence.",
+    "Write an opening line for a mystery novel.",
+    "Suggest three names for a pet goldfish.",
+    "Write a short birthday message for a colleague.",
+    "Describe a mountain at sunrise.",
+    "Write a motto for a school garden club.",
+    "Explain what a rainbow is to a child.",
+    "Write a sentence using the word 'lantern'.",
+    "Give a one-line description of a busy train station.",
+    "Write a short poem about the moon.",
+    "Write a product description for a wooden chair.",
+    "Invent a name for a new board game.",
+    "Write a polite reminder that a library book is due.",
+    "Describe the taste of a lemon.",
+]
+# What parsers and prompts are tried on; never the figures.
+TUNING_ARITHMETIC = [
+    ("Add 17 and 25, then multiply by 3", 126),
+    ("What is 15% of 80?", 12),
+    ("What is half of 3 dozen?", 18),
+    ("What is six times seven?", 42),
+    ("Start with 10, add 5, then double it.", 30),
+    ("Subtract 8 from 50 and then divide the result by 2.", 21),
+    ("What is two thirds of 90?", 60),
+    ("What is the average of 4, 8 and 12?", 8),
+    ("Take 10% of 250, then add 5 to it.", 30),
+    ("Multiply 12 by 4 and then subtract 6.", 42),
+    ("What is a quarter of 200?", 50),
+    ("What is 7 squared plus one?", 50),
+    ("Increase 80 by 25%.", 100),
+    ("What is three hundred and twelve plus eight?", 320),
+]
+TUNING_WRITING = [
+    "Write a haiku about autumn.",
+    "Write a sentence about dogs.",
+    "Suggest a name for a cafe.",
+    "Write a short poem about rain.",
+    "Describe a forest in one sentence.",
+    "Write a greeting card message for a friend.",
+    "List three colours of the rainbow.",
+    "Write a slogan for a bookshop.",
+    "Explain why we need sleep.",
+    "Write a short note to cancel a dentist appointment.",
+]
+EXAMPLE_FACTS = re.compile(r"\b(?:tom|bike|shed)\b", re.IGNORECASE)
+
+
+def holds_number(text: str, value: int) -> bool:
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", text.replace(",", ""))
+    return any(float(n) == value for n in numbers)
+
+
+def arithmetic(service: Service, tasks: list[tuple[str, int]]) -> dict[str, int]:
+    counts = {"right": 0, "labelled": 0, "silently_wrong": 0, "calculator": 0}
+    for task, value in tasks:
+        job = service.task(task)
+        result = job.get("final_result") or {}
+        text = result.get("text") or ""
+        if job["status"] == "finished" and holds_number(text, value):
+            outcome = "right"
+        elif job["status"] != "finished" or result.get("verified") is False:
+            outcome = "labelled"
+        else:
+            outcome = "silently_wrong"
+        counts[outcome] += 1
+        counts["calculator"] += result.get("answered_by") == "calculator"
+        print(f"  {outcome:14} {task!r} -> {text[:60]!r}", flush=True)
+    return counts
+
+
+def writing(service: Service, tasks: list[str]) -> dict[str, int]:
+    counts = {"answered": 0, "failed": 0, "example_facts": 0, "model_calls": 0}
+    for task in tasks:
+        job = service.task(task)
+        text = ((job.get("final_result") or {}).get("text") or "").strip()
+        counts["model_calls"] += sum(s["kind"] == "model_call" for s in job.get("steps", []))
+        answered = job["status"] == "finished" and text and text.lower() != task.lower()
+        counts["answered"] += bool(answered)
+        counts["failed"] += job["status"] == "failed"
+        counts["example_facts"] += bool(EXAMPLE_FACTS.search(text)) and not EXAMPLE_FACTS.search(
+            task
+        )
+        shown = text[:70] if answered else job.get("error", "")[:70]
+        print(f"  {'answered' if answered else 'not':9} {task!r} -> {shown!r}", flush=True)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
+    parser.add_argument("--set", choices=("held-out", "tuning"), default="held-out")
+    parser.add_argument("--only", choices=("arithmetic", "writing"), help="one kind only")
+    parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    missing = embedded_runtime.missing_modules()
+    if missing:
+        print(f"skipped: the local extra is not installed (missing {', '.join(missing)})")
+        return 0
+    held_out = args.set == "held-out"
+    sums = ARITHMETIC if held_out else TUNING_ARITHMETIC
+    texts = WRITING if held_out else TUNING_WRITING
+    tree = args.tree.resolve()
+    started = time.monotonic()
+    with embedded(args.port) as runtime_url, sqlite_database() as db_url:
+        env = service_env(
+            db_url,
+            runtime_url=runtime_url,
+            tree=tree,
+            MODEL_RUNTIME_API="openai",
+            AGENT_MODEL=embedded_runtime.MODEL_ALIAS,
+            Q_WORKERS=1,
+            RUNTIME_READ_TIMEOUT=240,
+        )
+        manage(env, "migrate", "--noinput")
+        key = create_api_key(env, name="bench", scopes="model,agent")
+        with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
+            service = Service(server.url, key)
+            found: dict[str, dict[str, int]] = {}
+            if args.only != "writing":
+                print(f"arithmetic ({len(sums)} {args.set} tasks):", flush=True)
+                found["arithmetic"] = arithmetic(service, sums)
+            if args.only != "arithmetic":
+                print(f"writing ({len(texts)} {args.set} tasks):", flush=True)
+                found["writing"] = writing(service, texts)
+    print(f"tree: {tree}")
+    if "arithmetic" in found:
+        a = found["arithmetic"]
+        print(
+            f"arithmetic: right {a['right']}/{len(sums)} = {a['right'] / len(sums):.2f}, "
+            f"wrong but labelled {a['labelled']}, silently wrong {a['silently_wrong']}, "
+            f"answered by the calculator {a['calculator']}"
+        )
+    if "writing" in found:
+        w = found["writing"]
+        print(
+            f"writing: answered {w['answered']}/{len(texts)} = {w['answered'] / len(texts):.2f}, "
+            f"failed {w['failed']}, borrowing the chat example {w['example_facts']}, "
+            f"model calls {w['model_calls']}"
+        )
+    print(f"  ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""How the messages the agent retrieved are arranged for a small model to read.
+
+* **Pairs travel together.** A retrieved user message brings the reply after it, and a
+  retrieved reply the message before it, whichever of the two ranked: a fact the
+  assistant stated is found by the question that asked for it, and the other way round.
+  A partner longer than ``PARTNER_TOKENS`` is clipped around the question's words (it
+  came along; it did not rank).
+* **Groups by relevance.** A hit, its partner and the messages read around it form a
+  group; groups keep the order of their best hit (rank 0 the best). The prompt shows
+  them worst first, so the best hit is what the model reads last (just before the new
+  message in a transcript, at the end of the system block in chat messages), each
+  group in conversation order.
+* **Updates win.** When several hits are about the same thing (their similarity within
+  ``SAME_TOPIC_MARGIN`` of the best's), the newest of them is marked ``most recent``
+  and placed after the best (rank -1): a value said again later reads as current.
+* **Dated.** Each line carries its position and its time relative to the new message
+  ("3 days ago"), so that the order of what was said is plain.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from conversations import selectors
+from conversations.clipping import clip
+from conversations.history import Item, ago
+from conversations.models import Role
+
+SAME_TOPIC_MARGIN = 0.25
+LATEST = "most recent"
+PARTNER_TOKENS = 32
+CLIP_MARK_ROOM = 16  # the mark that says a message is cut
+PARTNER_OFFSET = {Role.USER: 1, Role.ASSISTANT: -1}
+
+
+def _short(item: Item, focus: Sequence[str]) -> Item:
+    if item.tokens <= PARTNER_TOKENS:
+        return item
+    limit = PARTNER_TOKENS + CLIP_MARK_ROOM + item.label_cost(numbered=True)
+    return clip(item, limit, numbered=True, focus=focus, tool=False) or item
+
+
+def _partners(conversation_id: str, hits: list[Item], known: set[int]) -> dict[int, Item]:
+    """The other half of each hit's exchange, by the hit's seq."""
+    wanted = {
+        hit.seq + PARTNER_OFFSET[hit.role]: hit
+        for hit in hits
+        if hit.role in PARTNER_OFFSET and hit.seq + PARTNER_OFFSET[hit.role] not in known
+    }
+    if not wanted:
+        return {}
+    rows = selectors.messages_at(conversation_id=conversation_id, seqs=list(wanted))
+    return {
+        wanted[row["seq"]].seq: Item.from_row(row)
+        for row in rows
+        if row["role"] != wanted[row["seq"]].role and row["role"] in PARTNER_OFFSET
+    }
+
+
+def _latest(groups: list[list[Item]]) -> int | None:
+    """The index of the group whose hit is the newest of several about the same thing."""
+    scored = [(i, g[0]) for i, g in enumerate(groups) if g and g[0].similarity is not None]
+    if len(scored) < 2:
+        return None
+    best = max(hit.similarity for _, hit in scored)
+    close = [(hit.seq, i) for i, hit in scored if hit.similarity >= best - SAME_TOPIC_MARGIN]
+    return max(close)[1] if len(close) > 1 else None
+
+
+def arrange(
+    conversation_id: str,
+    groups: list[list[Item]],
+    now: datetime | None,
+    focus: Sequence[str] = (),
+    paired: int | None = None,
+) -> list[Item]:
+    """The retrieved messages, best first (the order the budget takes them in), each with
+    its rank, time and mark; ``groups[i][0]`` is the i-th best hit; the first ``paired``
+    groups (all by default) bring their hit's partner; ``focus``: the question's keywords
+    (where a long partner's clip starts)."""
+    seen: set[int] = set()
+    paired = len(groups) if paired is None else paired
+    kept = [[i for i in g if not (i.seq in seen or seen.add(i.seq))] for g in groups]
+    paired = sum(1 for group in kept[:paired] if group)
+    groups = [group for group in kept if group]
+    partners = _partners(conversation_id, [group[0] for group in groups[:paired]], seen)
+    latest = _latest(groups)
+    arranged: list[Item] = []
+    for rank, group in enumerate(groups):
+        partner = partners.get(group[0].seq)
+        if partner is not None and partner.seq not in seen:
+            seen.add(partner.seq)
+            group = [*group, _short(partner, focus)]
+        marked = rank == latest
+        for item in sorted(group, key=lambda item: item.seq):
+            arranged.append(
+                Item(
+                    **{
+                        **item.__dict__,
+                        "when": ago(item.created_at, now) if now else "",
+                        "mark": LATEST if marked and item is group[0] else "",
+                        "rank": -1 if marked else rank,
+                    }
+                )
+            )
+    return sorted(arranged, key=lambda item: item.rank)

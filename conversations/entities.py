@@ -1,0 +1,35 @@
+"""Names in messages, for the second round of retrieval: "My sister is Ana." names Ana,
+and the messages about Ana ("Ana lives in Oslo.") share no word with a question about
+the sister."""
+
+import re
+
+from conversations.search import STOPWORDS
+
+# A capitalised word that does not start a sentence, or one that starts it in the
+# possessive ("Ana's birthday").
+_INSIDE = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
+_POSSESSIVE = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]{2,})'s\b")
+# Capitalised, but not names of anything a second search would narrow down.
+_CALENDAR = frozenset(
+    (
+        *("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+        *("january", "february", "march", "april", "may", "june", "july"),
+        *("august", "september", "october", "november", "december"),
+    )
+)
+
+
+def names(texts: list[str], *, exclude: str = "") -> list[str]:
+    """The distinct names in ``texts``, in order, that ``exclude`` (the question) does not
+    mention."""
+    asked = exclude.lower()
+    found: list[str] = []
+    for text in texts:
+        for match in [*_POSSESSIVE.finditer(text), *_INSIDE.finditer(text)]:
+            name = match.group(1)
+            lowered = name.lower()
+            if lowered in STOPWORDS or lowered in _CALENDAR or lowered in asked or name in found:
+                continue
+            found.append(name)
+    return found

@@ -1,0 +1,169 @@
+"""Memory that knows what is current: messages found by their words before they have a
+vector, nothing injected when nothing fits, pairs kept together, the newest of several
+hits marked and read last, a second round through names, a block a small model can read."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents.models import PromptStyle, Step
+from conversations import arrange, entities, vectors
+from conversations.clipping import clip
+from conversations.history import Item, ago, retrieved_lines
+from conversations.models import Message, MessageEmbedding
+from conversations.retrieval import find_messages
+from conversations.summary import clean_summary
+from tests.test_chat import chat, long_conversation, owner_key, reply_of  # noqa: F401
+from tests.test_context import build, conversation_with, owner, profile  # noqa: F401
+from tests.test_memory import FACTS, conversation_of_facts
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_message_without_a_vector_is_found_by_its_words_among_embedded_ones(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    MessageEmbedding.objects.filter(conversation=conversation, seq=15).delete()
+    found = find_messages(
+        conversation_id=conversation.pk, query="wifi password tulip-9981", limit=3
+    )
+    assert found.mode == "hybrid"
+    assert found.rows[0]["seq"] == 15
+    assert "similarity" not in found.rows[0]
+
+
+def test_a_question_about_something_never_said_finds_nothing_and_says_what_was_left_out(
+    owner_key,  # noqa: F811
+):
+    conversation = conversation_of_facts(owner_key)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    found = find_messages(
+        conversation_id=conversation.pk, query="What is my brother's name?", limit=10
+    )
+    assert found.rows == []
+    assert found.dropped and all("below the floor" in d["reason"] for d in found.dropped)
+
+
+def test_the_catch_up_embeds_the_oldest_messages_first(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 10)
+    vectors.embed_pending(conversation_id=conversation.pk, limit=3)
+    embedded = MessageEmbedding.objects.filter(conversation=conversation)
+    assert sorted(embedded.values_list("seq", flat=True)) == [1, 2, 3]
+
+
+def hit(seq: int, role: str, content: str, similarity: float | None = None, days: int = 0):
+    then = timezone.now() - timedelta(days=days)
+    return Item(seq=seq, role=role, content=content, tokens=8, created_at=then,
+                similarity=similarity)  # fmt: skip
+
+
+def test_a_retrieved_reply_brings_the_message_before_it(owner):  # noqa: F811
+    conversation = conversation_with(owner, ["Please order the blender.", "Done. Order 5521."])
+    reply = hit(2, "assistant", "Done. Order 5521.", 0.6)
+    arranged = arrange.arrange(conversation.pk, [[reply]], timezone.now())
+    assert [(item.seq, item.content) for item in arranged] == [
+        (1, "Please order the blender."),
+        (2, "Done. Order 5521."),
+    ]
+
+
+def test_the_newest_of_several_hits_about_one_thing_is_marked_and_read_last(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[2], contents[40] = "I live in Lyon.", "I moved to Porto last month."
+    conversation = conversation_with(owner, contents)
+    lyon = hit(3, "user", "I live in Lyon.", 0.5, days=90)
+    porto = hit(41, "user", "I moved to Porto last month.", 0.42, days=20)
+    arranged = arrange.arrange(conversation.pk, [[lyon], [porto]], timezone.now(), paired=0)
+    assert [(item.seq, item.mark) for item in arranged] == [(41, "most recent"), (3, "")]
+    agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
+    context = build(conversation, agent, "Where do I live now?", retrieved=arranged)
+    block = context.prompt.split("Earlier in the conversation:\n")[1].split("\n\n")[0]
+    assert block.splitlines() == [
+        "#3 (3 months ago) User: I live in Lyon.",
+        "…",
+        "#41 (2 weeks ago, most recent) User: I moved to Porto last month.",
+    ]
+    assert context.used <= context.budget
+
+
+def test_retrieved_lines_mark_where_non_adjacent_messages_meet():
+    items = [hit(3, "user", "a"), hit(4, "assistant", "b"), hit(9, "user", "c")]
+    assert retrieved_lines(items) == ["#3 User: a", "#4 Assistant: b", "…", "#9 User: c"]
+
+
+def test_times_read_as_a_person_says_them():
+    now = timezone.now()
+    assert ago(now - timedelta(days=3, hours=2), now) == "3 days ago"
+    assert ago(now - timedelta(minutes=1), now) == "1 minute ago"
+    assert ago(now - timedelta(days=400), now) == "1 year ago"
+    assert ago(now, now) == "just now"
+
+
+def test_names_in_a_hit_are_found_but_not_those_the_question_says():
+    texts = ["My sister is Ana.", "Ana's birthday is 3 May.", "Ask Marek on Tuesday."]
+    assert entities.names(texts, exclude="When is my sister's birthday?") == ["Ana", "Marek"]
+    assert entities.names(texts, exclude="Is Ana coming?") == ["Marek"]
+
+
+def test_a_chat_finds_facts_about_a_name_its_first_hit_gives(chat, runtime, owner_key):  # noqa: F811
+    facts = {101: "My sister is called Ana.", 1501: "Ana lives in Oslo these days."}
+    long_conversation(owner_key, 3000, facts=facts)
+    vectors.embed_pending(conversation_id=Message.objects.get(seq=101).conversation_id)
+    runtime.script = lambda prompt, body: "Oslo." if facts[1501] in prompt else "No idea."
+    data = chat("Which town is my sister living in?")
+    assert reply_of(data["job_id"]) == "Oslo."
+    searches = Step.objects.filter(job_id=data["job_id"], name="search_history")
+    assert "Ana" in [s.input["arguments"]["query"] for s in searches][1:]
+
+
+def test_a_summary_is_cleaned_like_a_reply():
+    text = 'The user parks on level 3.\nUser: thanks\n{"tool": "calculator", "arguments": {}}'
+    assert clean_summary(text, limit=100) == "The user parks on level 3."
+
+
+def test_a_clipped_message_names_read_history_only_when_the_prompt_offers_it():
+    item = Item(seq=5, role="user", content="word " * 300, tokens=300)
+    assert "read_history" in clip(item, 80, numbered=False).content
+    assert "read_history" not in clip(item, 80, numbered=False, tool=False).content
+
+
+def test_the_fact_a_paraphrase_finds_reaches_the_prompt_with_its_time(chat, runtime, owner_key):  # noqa: F811
+    conversation = long_conversation(owner_key, 3000, facts=FACTS)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    runtime.script = lambda prompt, body: "C-42." if FACTS[3] in prompt else "No idea."
+    data = chat("Where did I leave my vehicle?")
+    assert reply_of(data["job_id"]) == "C-42."
+    assert re.search(rf"#3 \(\w+ \w+( ago)?\) User: {re.escape(FACTS[3])}", runtime.prompts()[0])
+
+
+def test_the_admin_shows_how_fast_the_catch_up_goes(owner_key, staff_client):  # noqa: F811
+    from django.urls import reverse
+
+    from conversations.models import EmbeddingCatchUp
+    from gateway import embeddings
+
+    conversation = conversation_of_facts(owner_key, 10)
+    vectors.embed_pending(conversation_id=conversation.pk, limit=4)
+    EmbeddingCatchUp.objects.create(model=embeddings.model_id(), below_id=0)
+    from django.contrib.admin.utils import quote
+
+    progress = vectors.catch_up_progress(embeddings.model_id())
+    assert progress == {"per_minute": 0.4, "waiting": 6}
+    model = embeddings.model_id()
+    page = staff_client.get(
+        reverse("admin:conversations_embeddingcatchup_change", args=[quote(model)])
+    )
+    assert page.status_code == 200
+    assert b"vectors stored per minute" in page.content.lower()
+
+
+def test_a_long_partner_comes_clipped(owner):  # noqa: F811
+    paste = "Here is the log: " + "line " * 400
+    conversation = conversation_with(owner, ["Show me the log.", paste])
+    question = hit(1, "user", "Show me the log.", 0.6)
+    [_, partner] = arrange.arrange(conversation.pk, [[question]], timezone.now())
+    assert (
+        partner.clipped_from and partner.tokens <= arrange.PARTNER_TOKENS + arrange.CLIP_MARK_ROOM
+    )
