@@ -100,6 +100,28 @@ def temp_dir(prefix: str = "llmgw-bench-") -> Iterator[Path]:
 
 
 @contextlib.contextmanager
+def checkout(revision: str) -> Iterator[tuple[str, Path]]:
+    """``revision``'s short hash and a temporary git worktree of it, removed at the end: the
+    "before" side of a side-by-side benchmark."""
+    short = subprocess.run(
+        ["git", "rev-parse", "--short", revision],
+        cwd=PROJECT_DIR, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    with temp_dir("llmgw-bench-base-") as parent:
+        tree = parent / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--quiet", "--detach", str(tree), short],
+            cwd=PROJECT_DIR, check=True,
+        )  # fmt: skip
+        try:
+            yield short, tree
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(tree)], cwd=PROJECT_DIR, check=False
+            )
+
+
+@contextlib.contextmanager
 def sqlite_database() -> Iterator[str]:
     """The URL of a fresh SQLite file, deleted afterwards."""
     with temp_dir("llmgw-bench-sqlite-") as path:

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,6 +26,7 @@ from bench.common import (
     MODEL,
     PROJECT_DIR,
     check_answer,
+    checkout,
     create_api_key,
     gunicorn,
     manage,
@@ -62,26 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=2.0, help="cap of seconds per run")
     args = parser.parse_args(argv)
-    base = subprocess.run(
-        ["git", "rev-parse", "--short", args.base],
-        cwd=PROJECT_DIR,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
     with contextlib.ExitStack() as stack:
-        worktree = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--quiet", "--detach", str(worktree), base],
-            cwd=PROJECT_DIR,
-            check=True,
-        )
-        stack.callback(
-            subprocess.run,
-            ["git", "worktree", "remove", "--force", str(worktree)],
-            cwd=PROJECT_DIR,
-            check=False,
-        )
+        base, worktree = stack.enter_context(checkout(args.base))
         runtime = stack.enter_context(runtime_process())
         trees = {f"before ({base})": worktree, "after (working tree)": PROJECT_DIR}
         services = {

@@ -62,6 +62,7 @@ from bench.common import (
     LOOPBACK,
     PROJECT_DIR,
     _stop,
+    checkout,
     cpu_seconds,
     create_api_key,
     free_port,
@@ -538,25 +539,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def base_service(rev: str, runtime_url: str, stack: contextlib.ExitStack) -> Target:
     """The service of an earlier commit, checked out in a temporary worktree."""
-    short = subprocess.run(
-        ["git", "rev-parse", "--short", rev],
-        cwd=PROJECT_DIR,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    worktree = Path(stack.enter_context(temp_dir())) / "base"
-    subprocess.run(
-        ["git", "worktree", "add", "--quiet", "--detach", str(worktree), short],
-        cwd=PROJECT_DIR,
-        check=True,
-    )
-    stack.callback(
-        subprocess.run,
-        ["git", "worktree", "remove", "--force", str(worktree)],
-        cwd=PROJECT_DIR,
-        check=False,
-    )
+    short, worktree = stack.enter_context(checkout(rev))
     return service(f"before ({short})", worktree, runtime_url, stack)
 
 

@@ -23,9 +23,7 @@ import contextlib
 import http.client
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -35,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     MODEL,
     PROJECT_DIR,
+    checkout,
     create_api_key,
     gunicorn,
     manage,
@@ -161,27 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         "--paced", type=int, default=100, help="jobs started 5/s after the drain (webhooks)"
     )
     args = parser.parse_args(argv)
-    base = subprocess.run(
-        ["git", "rev-parse", "--short", args.base],
-        cwd=PROJECT_DIR,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
     results: dict[str, list[dict]] = {}
     with contextlib.ExitStack() as stack:
-        worktree = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--quiet", "--detach", str(worktree), base],
-            cwd=PROJECT_DIR,
-            check=True,
-        )
-        stack.callback(
-            subprocess.run,
-            ["git", "worktree", "remove", "--force", str(worktree)],
-            cwd=PROJECT_DIR,
-            check=False,
-        )
+        base, worktree = stack.enter_context(checkout(args.base))
         runtime = stack.enter_context(runtime_process())
         receiver = WebhookReceiver().start()
         stack.callback(receiver.stop)
