@@ -21,11 +21,9 @@ import numpy as np
 from django.conf import settings
 
 from core.errors import error_id
-from core.exceptions import RuntimeBusy, RuntimeFailure, RuntimeUnavailable, UnknownModel
-from gateway import protocols, routing, runtime
+from core.exceptions import RuntimeFailure, UnknownModel
+from gateway import protocols, routing, runtime, runtime_errors
 
-# Errors after which the next endpoint of the model is tried.
-_FAILOVER_ERRORS = (RuntimeUnavailable, RuntimeBusy)
 _CACHE_SIZE = 256
 
 
@@ -69,7 +67,7 @@ def runtime_embed(model: str, texts: list[str]) -> tuple[np.ndarray, int | None]
                 endpoint, path, body, model=model, read_timeout=settings.EMBEDDING_TIMEOUT
             )
         except RuntimeFailure as err:
-            if not isinstance(err, _FAILOVER_ERRORS):
+            if not isinstance(err, runtime.FAILOVER_ERRORS):
                 raise
             routing.mark_failed(endpoint)
             last = err
@@ -77,7 +75,7 @@ def runtime_embed(model: str, texts: list[str]) -> tuple[np.ndarray, int | None]
         try:
             vectors = protocols.parse_embeddings(endpoint, data, len(texts))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise runtime.unreadable(endpoint) from exc
+            raise runtime_errors.unreadable(endpoint.name) from exc
         return np.asarray(vectors, dtype=np.float32), protocols.embedding_tokens(endpoint, data)
     assert last is not None
     raise last

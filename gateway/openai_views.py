@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from core.errors import openai_answer
 from core.exceptions import NotFound
 from core.http import read_json_object
-from gateway import embeddings, openai_wire, runtime_async, services
+from gateway import embeddings, openai_wire, runtime, services
 from gateway.dbthread import in_thread
 from gateway.models import ApiKey, Scope, UsageRecord
 from gateway.openai_serializers import (
@@ -289,7 +289,7 @@ async def runtime_models(api_key: ApiKey) -> list[tuple[str, str]]:
     table = await in_thread(routes)
     found = {name: endpoints[0].name for name, endpoints in table.items()}
     default = default_endpoint()
-    for name in await runtime_async.served(default):
+    for name in await runtime.served(default):
         found.setdefault(name, default.name)
     for name in embeddings.served_models():
         found.setdefault(name, "embeddings")

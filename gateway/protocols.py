@@ -1,11 +1,11 @@
 """The wire formats of the runtime protocols: request bodies, option names, answers.
 
-Pure functions with no I/O; ``gateway.runtime`` sends what they build and reads what they
-parse. Kinds of endpoint: ``ollama`` (``/api/generate``), ``openai`` (``/v1/completions``)
-and ``openai-chat`` (``/v1/chat/completions``). A call that carries chat messages instead
-of one prompt goes to the endpoint's chat path: Ollama's ``/api/chat`` or the
-OpenAI-compatible ``/v1/chat/completions``. The answers are read by their shape, so one
-parser serves both paths of a protocol.
+Pure functions with no I/O; the client (``gateway.runtime``) sends what they build and
+reads what they parse. Kinds of endpoint: ``ollama`` (``/api/generate``), ``openai``
+(``/v1/completions``) and ``openai-chat`` (``/v1/chat/completions``). A call that carries
+chat messages instead of one prompt goes to the endpoint's chat path: Ollama's
+``/api/chat`` or the OpenAI-compatible ``/v1/chat/completions``. The answers are read by
+their shape, so one parser serves both paths of a protocol.
 """
 
 import json
@@ -120,30 +120,6 @@ def parse_complete(endpoint: Endpoint, data: Any) -> tuple[str, int | None, int 
     return str(text or ""), usage.get("prompt_tokens"), usage.get("completion_tokens")
 
 
-def parse_chunk(endpoint: Endpoint, line: bytes) -> tuple[str, dict | None, bool]:
-    """(text piece, usage-bearing object or None, done) of one streamed line."""
-    if endpoint.api == "ollama":
-        data = json.loads(line)
-        if data.get("error"):
-            raise ValueError(str(data["error"]))
-        message = data.get("message")
-        piece = (message or {}).get("content", "") if "message" in data else data.get("response")
-        return piece or "", data if data.get("done") else None, bool(data.get("done"))
-    if not line.startswith(b"data:"):
-        return "", None, False
-    payload = line[5:].strip()
-    if payload == b"[DONE]":
-        return "", None, True
-    data = json.loads(payload)
-    choices = data.get("choices") or [{}]
-    choice = choices[0]
-    if "delta" in choice:
-        piece = (choice.get("delta") or {}).get("content") or ""
-    else:
-        piece = choice.get("text") or ""
-    return piece, data if data.get("usage") else None, False
-
-
 TOKENIZE_PATHS: dict[str, tuple[str, ...]] = {
     "ollama": ("/api/tokenize",),
     "openai": ("/extras/tokenize/count", "/tokenize"),
@@ -223,9 +199,6 @@ def parse_embeddings(endpoint: Endpoint, data: Any, count: int) -> list[list[flo
     return vectors
 
 
-# --- Streams and answers, read for the async client -----------------------------------------
-
-
 @dataclass(frozen=True)
 class Chunk:
     """One line of a streamed answer: its text piece, the usage-bearing object (or None),
@@ -238,16 +211,30 @@ class Chunk:
 
 
 def read_chunk(endpoint: Endpoint, line: bytes) -> Chunk:
-    """:func:`parse_chunk` with the finish reason (ValueError etc. when unreadable)."""
-    piece, usage, done = parse_chunk(endpoint, line)
-    reason = None
+    """One streamed line (ValueError etc. when unreadable): an Ollama JSON line, or an
+    OpenAI server-sent ``data:`` line (other lines carry nothing)."""
     if endpoint.api == "ollama":
-        if done:
-            reason = json.loads(line).get("done_reason") or "stop"
-    elif line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
-        choices = json.loads(line[5:]).get("choices") or [{}]
-        reason = choices[0].get("finish_reason")
-    return Chunk(piece, usage, done, reason)
+        data = json.loads(line)
+        if data.get("error"):
+            raise ValueError(str(data["error"]))
+        message = data.get("message")
+        piece = (message or {}).get("content", "") if "message" in data else data.get("response")
+        done = bool(data.get("done"))
+        reason = (data.get("done_reason") or "stop") if done else None
+        return Chunk(piece or "", data if done else None, done, reason)
+    if not line.startswith(b"data:"):
+        return Chunk("", None, False)
+    payload = line[5:].strip()
+    if payload == b"[DONE]":
+        return Chunk("", None, True)
+    data = json.loads(payload)
+    choice = (data.get("choices") or [{}])[0]
+    if "delta" in choice:
+        piece = (choice.get("delta") or {}).get("content") or ""
+    else:
+        piece = choice.get("text") or ""
+    usage = data if data.get("usage") else None
+    return Chunk(piece, usage, False, choice.get("finish_reason"))
 
 
 def finish_reason(endpoint: Endpoint, data: Any) -> str:

@@ -38,7 +38,8 @@ _routes: dict[str, list[Endpoint]] = {}
 _loaded_at = float("-inf")
 _counters: dict[str, itertools.count] = {}
 _cooling: dict[str, float] = {}
-# base_url -> (monotonic time read, model names the runtime lists); filled by runtime.py.
+# base_url -> (monotonic time read, model names the runtime lists); filled by the runtime
+# client (gateway.runtime.calls.served).
 served_models: dict[str, tuple[float, frozenset[str]]] = {}
 
 

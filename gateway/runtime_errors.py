@@ -11,11 +11,34 @@ The runtimes word the same failures differently; these are the wordings known he
 
 A message is reported on one line, without file paths or tracebacks: it comes from another
 program and reaches the service's clients.
+
+:func:`raise_for_answer` turns an answer other than 200 into the domain error it means
+(``core.errors`` gives their statuses and ids):
+
+========================  =====================
+runtime state             error
+========================  =====================
+unreachable / refused     RuntimeUnavailable (raised by the client: no answer)
+answered a 5xx error      RuntimeAnswerError
+model unknown to it       UnknownModel
+prompt over the context   ContextLengthExceeded
+refused the request (4xx) RuntimeRejected
+no answer in time         RuntimeTimeout (raised by the client: no answer)
+busy (HTTP 503 or 429)    RuntimeBusy
+========================  =====================
 """
 
 import json
 import re
 from typing import Any
+
+from core.exceptions import (
+    ContextLengthExceeded,
+    RuntimeAnswerError,
+    RuntimeBusy,
+    RuntimeRejected,
+    UnknownModel,
+)
 
 MESSAGE_LIMIT = 300
 
@@ -139,3 +162,36 @@ def context_overflow(text: str) -> dict[str, int] | None:
     if numbers or any(words in lowered for words in _CONTEXT_WORDS):
         return numbers
     return None
+
+
+# Runtime 4xx answers that say nothing about the client's request (our key, our URL).
+_NOT_THE_CLIENTS = frozenset({401, 403, 404, 405, 407, 408})
+
+
+def raise_for_answer(status: int, text: str, runtime: str, model: str) -> None:
+    """Raises the error an answer other than 200 of the runtime named ``runtime`` means
+    (with the runtime's own words); nothing for a 200."""
+    if status == 200:
+        return
+    message = error_message(text)
+    details = {"runtime": runtime, "runtime_status": status, "runtime_message": message}
+    if status in (429, 503):
+        raise RuntimeBusy(details=details)
+    if is_unknown_model(status, message):
+        raise UnknownModel(model, details=details)
+    overflow = context_overflow(text)
+    if overflow is not None:
+        raise ContextLengthExceeded(details={**overflow, **details})
+    if 400 <= status < 500 and status not in _NOT_THE_CLIENTS:
+        raise RuntimeRejected(details=details)
+    raise RuntimeAnswerError(details=details)
+
+
+def unreadable(
+    runtime: str, what: str = "answered something unreadable", said: str = ""
+) -> RuntimeAnswerError:
+    """The error of an answer that could not be read (``said``: what the reader said)."""
+    details = {"runtime": runtime}
+    if said:
+        details["runtime_message"] = one_line(said)
+    return RuntimeAnswerError(f"The model runtime {what}.", details=details)

@@ -1,58 +1,59 @@
-"""The runtime client's HTTP session: what goes over the wire, against the loopback runtime."""
+"""The runtime client's HTTP session: what goes over the wire, against the loopback runtime
+(the synchronous entry, whose calls run on the process's runtime loop)."""
 
 import json
+import math
 
 import pytest
-import requests
 
-from gateway import routing, session
+from core import requestid
+from gateway import routing
 from gateway import runtime as runtime_client
+from gateway.routing import Endpoint
 
 pytestmark = pytest.mark.django_db
 
 
-def test_a_json_post_carries_the_body_and_the_headers_requests_would_send(runtime_server):
-    runtime_server.reset()
-    url = f"{runtime_server.url}/api/generate"
+def _endpoint(runtime, api_key: str = "") -> Endpoint:
+    return Endpoint(
+        name="default",
+        base_url=runtime.url,
+        api="ollama",
+        limits=routing.default_endpoint().limits,
+        api_key=api_key,
+    )
+
+
+def test_a_json_post_carries_the_utf8_json_body_its_type_and_the_key(runtime):
     body = {"model": "test-model", "prompt": "naïve ☕\n", "stream": False, "options": {"seed": 1}}
-    ours = session.make_session().post(url, json=body, headers={"Authorization": "Bearer k"})
-    theirs = requests.Session().post(url, json=body, headers={"Authorization": "Bearer k"})
-    assert ours.status_code == theirs.status_code == 200
-    sent_ours, sent_theirs = runtime_server.requests
-    assert sent_ours.body == sent_theirs.body == body
-    assert {k.lower(): v for k, v in sent_ours.headers.items()} == {
-        k.lower(): v for k, v in sent_theirs.headers.items()
-    }
-    assert sent_ours.headers["Content-Type"] == "application/json"
-
-
-def test_a_prepared_body_is_the_utf8_json_of_the_object():
-    prepared = session.make_session().prepare_request(
-        requests.Request("POST", "http://127.0.0.1:1/x", json={"p": "é"})
+    runtime_client.post_json(
+        _endpoint(runtime, "k"), "/api/generate", body, model="test-model", read_timeout=5
     )
-    assert json.loads(prepared.body.decode("utf-8")) == {"p": "é"}
-    assert prepared.headers["Content-Length"] == str(len(prepared.body))
+    [sent] = runtime.requests
+    assert sent.method == "POST" and sent.body == body
+    assert sent.headers["Content-Type"] == "application/json"
+    assert sent.headers["Authorization"] == "Bearer k"
+    assert int(sent.headers["Content-Length"]) == len(json.dumps(body).encode())
 
 
-def test_a_body_with_nan_is_refused_as_requests_refuses_it():
+def test_a_body_with_nan_is_refused_before_anything_is_sent(runtime):
     with pytest.raises(ValueError):
-        session.make_session().prepare_request(
-            requests.Request("POST", "http://127.0.0.1:1/x", json={"t": float("nan")})
+        runtime_client.post_json(
+            _endpoint(runtime), "/api/generate", {"t": math.nan}, model="m", read_timeout=5
         )
+    assert runtime.requests == []
 
 
-def test_a_request_outside_the_simple_shape_is_prepared_by_requests():
-    prepared = session.make_session().prepare_request(
-        requests.Request("GET", "http://127.0.0.1:1/x", params={"q": "a b"})
-    )
-    assert prepared.url == "http://127.0.0.1:1/x?q=a+b"
+def test_the_callers_request_id_reaches_the_runtime_from_the_runtime_loop(runtime):
+    with requestid.bound(request="call-7"):
+        runtime_client.generate_at(_endpoint(runtime), "test-model", "hi", {})
+        runtime_client.generate("test-model", "hi", should_stop=lambda: False)
+    assert [r.headers.get("X-Request-ID") for r in runtime.generate_requests()] == ["call-7"] * 2
 
 
-def test_a_get_sends_no_body(runtime_server):
-    runtime_server.reset()
-    response = session.make_session().get(f"{runtime_server.url}/api/tags")
-    assert response.status_code == 200
-    [sent] = runtime_server.requests
+def test_a_get_sends_no_body(runtime):
+    runtime_client.list_models(_endpoint(runtime))
+    [sent] = runtime.requests
     assert sent.method == "GET" and sent.body is None
     assert "Content-Length" not in sent.headers
 
