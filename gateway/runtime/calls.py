@@ -169,15 +169,8 @@ async def agenerate_at(
     response_format: dict | None = None,
 ) -> Generation:
     """One non-streamed call to this endpoint only: no failover, no usage record."""
-    url, body = request(
-        endpoint,
-        model,
-        prompt,
-        options,
-        messages=messages,
-        response_format=response_format,
-        stream=False,
-    )
+    chat = {"messages": messages, "response_format": response_format}
+    url, body = request(endpoint, model, prompt, options, stream=False, **chat)
     data = await client.call_json(endpoint, "POST", url, model, body)
     try:
         text, p_tokens, c_tokens = protocols.parse_complete(endpoint, data)
@@ -251,7 +244,7 @@ class GenerationStream:
     ) -> None:
         self.endpoints, self.model, self.prompt = endpoints, model, prompt
         self.options = options or {}
-        self.messages, self.response_format = messages, response_format
+        self.chat = {"messages": messages, "response_format": response_format}
         self.generation: Generation | None = None
         self._pieces = self._run()
 
@@ -291,13 +284,7 @@ class GenerationStream:
 
     async def _read(self, endpoint: Endpoint) -> AsyncIterator[str]:
         url, body = request(
-            endpoint,
-            self.model,
-            self.prompt,
-            self.options,
-            messages=self.messages,
-            response_format=self.response_format,
-            stream=True,
+            endpoint, self.model, self.prompt, self.options, stream=True, **self.chat
         )
         response = await client.open_stream(endpoint, url, body, self.model)
         pieces: list[str] = []

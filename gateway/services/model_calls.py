@@ -164,28 +164,16 @@ async def model_call_stream(
     """
     status, error, generation = 499, "cancelled", None
     try:
+        what = (call.endpoints, call.model, call.prompt, call.options)
+        chat = {"messages": call.messages, "response_format": call.response_format}
         if stream:
-            pieces = runtime.GenerationStream(
-                call.endpoints,
-                call.model,
-                call.prompt,
-                call.options,
-                messages=call.messages,
-                response_format=call.response_format,
-            )
+            pieces = runtime.GenerationStream(*what, **chat)
             async with aclosing(pieces):
                 async for piece in pieces:
                     yield piece
             generation = pieces.generation
         else:
-            generation = await runtime.agenerate(
-                call.endpoints,
-                call.model,
-                call.prompt,
-                call.options,
-                messages=call.messages,
-                response_format=call.response_format,
-            )
+            generation = await runtime.agenerate(*what, **chat)
         assert generation is not None
         generation = await counted(call, generation)
         status, error = 200, ""
