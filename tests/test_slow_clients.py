@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from core.exceptions import InvalidApiKey
 from gateway import keys, services
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -150,7 +151,7 @@ def test_refusing_a_key_whose_prefix_is_unknown_compares_a_digest_too(db, monkey
     compared = []
     matches = keys.matches
     monkeypatch.setattr(keys, "matches", lambda *args: compared.append(1) or matches(*args))
-    with pytest.raises(services.InvalidApiKey):
+    with pytest.raises(InvalidApiKey):
         services.api_key_authenticate(keys.generate().plain)
     assert compared == [1]
 
