@@ -24,7 +24,7 @@ def pool_holds_every_job_thread(app_configs, **kwargs) -> list[Warning]:
             "worker's job threads and its lease heartbeat wait on each other for connections, "
             "and on a busy machine leases lapse and running jobs are taken over.",
             hint="Raise DB_POOL_MAX_SIZE, lower JOB_THREADS, or put PgBouncer in front of "
-            "PostgreSQL (README, Scaling: Connections).",
+            "PostgreSQL (docs/scaling.md, Scaling: Connections).",
             id="agents.W001",
         )
     ]

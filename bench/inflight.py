@@ -34,7 +34,7 @@ s); printed: jobs/s, per job in flight, start -> finished p50 and p99, the p50 o
 -> claimed (queued) and of claimed -> finished (run), the cluster's CPU per job, and the
 memory of a worker and of the whole cluster. A cluster's ``DB_POOL_MAX_SIZE`` (``pool``)
 is the default 8 unless its pools would pass what PostgreSQL's ``max_connections`` leaves
-beside the connections open (the web servers'), as the README's scaling section sizes it;
+beside the connections open (the web servers'), as docs/scaling.md sizes it;
 never below ``JOB_THREADS + 1``: a size that cannot have that is not run, and the bench
 says why.
 
@@ -345,7 +345,7 @@ WEB_POOLS = 2 * 8  # a service's web connections at most: WEB_CONCURRENCY x DB_P
 
 def cluster_pool_size(database_url: str, workers: int, threads: int) -> tuple[int, str]:
     """``DB_POOL_MAX_SIZE`` for a cluster of ``workers`` processes of ``threads`` job threads,
-    sized as the README's scaling section says: the default (8) unless the pools of the
+    sized as docs/scaling.md says: the default (8) unless the pools of the
     cluster's processes would pass what PostgreSQL's ``max_connections`` leaves beside the
     connections open now (the web servers' pools among them), but never below ``threads``
     + 1 (``agents.W001``). 0, and why, when even that does not fit."""

@@ -222,7 +222,7 @@ STORAGES = {
 if DEBUG:
     STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
 
-# --- Security (see README "Production") -------------------------------------------------
+# --- Security (see docs/operations.md, "Settings") ------------------------------------
 # HTTPS=1 says the public site is served over HTTPS (directly or by a TLS proxy): cookies are
 # then sent over HTTPS only, plain HTTP is redirected and browsers are told to use HTTPS for a
 # year (HSTS). Each of these can still be set on its own.
@@ -446,7 +446,7 @@ else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "agents.broker.ORMBroker"
 
-# --- Logs, metrics, traces (README "Operations") -------------------------------------------
+# --- Logs, metrics, traces (docs/operations.md) ----------------------------------------
 # LOG_FORMAT=json: every line of the web server and the worker is one JSON object
 # (core/logs.py); text (the default) stays readable for `make run`.
 LOG_FORMAT = env_choice("LOG_FORMAT", "text", ("text", "json"))

@@ -136,7 +136,7 @@ class ChatCompletionsView(OpenAIView):
             "nothing but the usage row is stored. `n` must be 1. With `stream`, server-sent "
             "events (`data: {chunk}` ... `data: [DONE]`), the usage chunk last when "
             "`stream_options.include_usage`. `agent/<profile>` models run the agent: see "
-            "the README (only the last `user` message is read; the agent keeps the history)."
+            "docs/openai.md (only the last `user` message is read; the agent keeps the history)."
         ),
     )
     async def post(self, request: HttpRequest) -> HttpResponse:

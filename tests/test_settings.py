@@ -136,7 +136,7 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def production_env(tmp_path: Path) -> dict[str, str]:
-    """The production variables the README documents: a real secret, the public name, and
+    """The production variables docs/operations.md documents: a real secret, the public name, and
     HTTPS=1 (served over HTTPS behind a TLS proxy)."""
     alphabet = string.ascii_letters + string.digits + string.punctuation.replace("'", "")
     return {
@@ -177,7 +177,8 @@ def test_check_deploy_reports_nothing_with_the_documented_production_settings(tm
 @pytest.mark.slow
 @pytest.mark.parametrize("service", ["web", "worker", "migrate"])
 def test_check_deploy_reports_nothing_with_the_settings_compose_yaml_deploys(tmp_path, service):
-    # What a deploy writes into .env (README "Production"), and nothing else.
+    # What a deploy writes into .env (docs/operations.md, "Procfile and compose.yaml"), and
+    # nothing else.
     dot_env = {"SECRET_KEY": production_env(tmp_path)["SECRET_KEY"], "POSTGRES_PASSWORD": "pw"}
     env = {**compose_env(service, dot_env), "VAR_DIR": str(tmp_path / "var")}
     assert env["HTTPS"] == "1" and env["DEBUG"] == "0"
