@@ -79,8 +79,8 @@ def logging_config(*, json_format: bool, level: str) -> dict:
     }
     own = {"handlers": ["console"], "propagate": False}
     # gunicorn's and uvicorn's own lines, in JSON too, at gunicorn's level (info) unless
-    # more is asked; in text they keep gunicorn's own format.
-    server = {**own, "level": "DEBUG" if level.upper() == "DEBUG" else "INFO"}
+    # more or less is asked; in text they keep gunicorn's own format.
+    server = {**own, "level": level}
     servers = ("gunicorn.error", "gunicorn.access", "uvicorn.error", "uvicorn.access")
     return {
         "version": 1,

@@ -40,7 +40,10 @@ timeout = _int("GUNICORN_TIMEOUT", 150)
 # On SIGTERM, requests in flight (possibly waiting on the model) get this long to finish.
 graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 keepalive = 5
-accesslog = "-"
+# LOG_LEVEL (default INFO) holds for gunicorn's own lines too; an access line is INFO, so
+# above that there is none (make run's quiet terminal, or a production that wants less).
+loglevel = (os.environ.get("LOG_LEVEL", "").strip() or "info").lower()
+accesslog = "-" if loglevel in ("debug", "info") else None
 errorlog = "-"
 # LOG_FORMAT=json: gunicorn's own lines (its master's too) as the service's (core/logs.py).
 if os.environ.get("LOG_FORMAT", "").strip() == "json":

@@ -8,7 +8,10 @@
 3. Starts, each in its own process group: the embedded model runtime (unless
    ``MODEL_RUNTIME_URL`` points elsewhere), gunicorn and a django-q2 cluster.
 4. Waits until the runtime and the web answer, prints ready-to-paste ``curl`` lines, then
-   "ready".
+   "ready". From there it is quiet unless ``LOG_LEVEL`` asks otherwise: the web and the
+   worker run at ``WARNING`` (so the worker's schedule lines do not scroll the curl lines
+   away, while warnings and errors still show), and the model runtime, whose level cannot
+   be set, writes to ``var/log/runtime.log``; its last lines are shown if it exits.
 5. Supervises: Ctrl-C (SIGINT), SIGTERM or SIGHUP stop every child (SIGTERM to it, then
    SIGKILL to its whole process group after ``--grace`` seconds; a second Ctrl-C does not
    wait), the web and the worker first, the model runtime after them. When one child
@@ -16,8 +19,8 @@
 
 Environment read here (besides the service's own settings): ``HOST`` (default 127.0.0.1)
 and ``PORT`` (8000) of the web server, ``WEB_CONCURRENCY`` and ``GUNICORN_WORKER_CONNECTIONS``
-(see ``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_PORT`` (8089) and
-``EMBEDDED_RUNTIME_THREADS`` (1).
+(see ``deploy/gunicorn.conf.py``), ``EMBEDDED_RUNTIME_PORT`` (8089),
+``EMBEDDED_RUNTIME_THREADS`` (1) and ``LOG_LEVEL`` (unset: quiet after "ready").
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TextIO
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 if str(BASE_DIR) not in sys.path:  # also runnable as `python scripts/run.py`
@@ -184,6 +188,9 @@ class Child:
     # that a job finishing its model call while the worker stops is not cut off).
     wave: int = 0
     pump: threading.Thread | None = field(default=None, repr=False)
+    # Where its lines go instead of the terminal once diverted (Group.divert).
+    log: Path | None = None
+    sink: TextIO | None = field(default=None, repr=False)
 
 
 class Group:
@@ -221,7 +228,30 @@ class Group:
     def _pump(self, child: Child) -> None:
         assert child.process.stdout is not None
         for raw in iter(child.process.stdout.readline, b""):
-            self.write(child.name, raw.decode(errors="replace").rstrip("\n"))
+            text = raw.decode(errors="replace").rstrip("\n")
+            with self.lock:
+                sink = child.sink
+                if sink is not None:
+                    sink.write(text + "\n")
+                    sink.flush()
+            if sink is None:
+                self.write(child.name, text)
+
+    def divert(self, child: Child, path: Path) -> None:
+        """From now on, ``child``'s lines go to ``path`` (appended), not to the terminal."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            child.log, child.sink = path, path.open("a", encoding="utf-8")
+
+    def tail(self, child: Child, lines: int = 20) -> None:
+        """Shows the last ``lines`` lines ``child`` wrote to its log, if it was diverted."""
+        if child.log is None:
+            return
+        if child.pump is not None:
+            child.pump.join(timeout=2)  # what it wrote before it ended
+        last = child.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+        self.say(f"the last lines of {child.log}:")
+        self.write(child.name, "\n".join(last))
 
     # Signals --------------------------------------------------------------------------
 
@@ -275,6 +305,10 @@ class Group:
         for child in self.children:
             if child.pump is not None:
                 child.pump.join(timeout=2)
+            with self.lock:
+                if child.sink is not None:
+                    child.sink.close()
+                    child.sink = None
 
     def _stop_wave(self, children: list[Child], grace: float) -> None:
         for child in children:
@@ -394,6 +428,8 @@ class Plan:
     host: str
     port: int
     runtime_port: int | None  # the embedded runtime's, None when the runtime is elsewhere
+    # No LOG_LEVEL asked for: warnings and errors only, the runtime's lines in a file.
+    quiet: bool = True
 
     @property
     def embedded(self) -> bool:
@@ -429,11 +465,14 @@ def make_plan(say) -> Plan | None:
             "EMBEDDED_RUNTIME_PORT=... the model runtime"
         )
         return None
-    return Plan(host=host, port=port, runtime_port=runtime_port)
+    quiet = not os.environ.get("LOG_LEVEL")
+    return Plan(host=host, port=port, runtime_port=runtime_port, quiet=quiet)
 
 
 def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    if plan.quiet:
+        env["LOG_LEVEL"] = "WARNING"
     python = sys.executable
     if plan.embedded:
         group.say("assembling the model file (checked by sha256)")
@@ -445,17 +484,24 @@ def start_children(group: Group, plan: Plan, var_dir: Path) -> None:
             model_path, port=plan.runtime_port, threads=int(raw_threads), python=python
         )
         group.spawn("runtime", argv, embedded_runtime.server_env(env), wave=1)
+    group.say("starting the web server (gunicorn) and the worker (django-q2)")
     bind = f"{plan.host}:{plan.port}"
     group.spawn("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "-b", bind], env)
     group.spawn("worker", [python, "manage.py", "qcluster"], env)
 
 
-def supervise(group: Group, plan: Plan, *, banner: str, ready_timeout: float) -> str | None:
+def supervise(
+    group: Group, plan: Plan, *, banner: str, ready_timeout: float, var_dir: Path
+) -> str | None:
     """Waits for readiness, prints ``banner``, then runs until a signal (returns None) or
     a child's exit or a readiness time-out (returns what happened)."""
     checks = {"runtime": runtime_probe_url(plan), "web": f"{plan.base_url}/healthz"}
     problem = wait_ready(group, checks, ready_timeout)
     if problem is None and group.stop_signal is None and group.exited() is None:
+        if plan.quiet:
+            for child in group.children:
+                if child.name == "runtime":
+                    group.divert(child, var_dir / "log" / "runtime.log")
         group.block(banner)
         while group.stop_signal is None and group.exited() is None:
             group.sleep(1.0)
@@ -465,7 +511,26 @@ def supervise(group: Group, plan: Plan, *, banner: str, ready_timeout: float) ->
         child = group.exited()
         assert child is not None
         problem = f"{child.name} exited with status {child.process.returncode}"
+        group.tail(child)
     return problem
+
+
+def ready_lines(plan: Plan, model: str, runtime_url: str, var_dir: Path) -> str:
+    """The lines after the curl lines: how to hear more, then the ``ready:`` line."""
+    runtime = "embedded" if plan.embedded else "at"
+    quiet = ""
+    if plan.quiet:
+        where = (
+            f"; the model runtime's in {var_dir / 'log' / 'runtime.log'}" if plan.embedded else ""
+        )
+        quiet = (
+            "Quiet from here: warnings and errors only (LOG_LEVEL=INFO make run shows every "
+            f"line{where}).\n"
+        )
+    return quiet + (
+        f"ready: web {plan.base_url}, runtime {runtime} {runtime_url} ({model}), "
+        "worker django-q2. Ctrl-C stops all.\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -481,16 +546,17 @@ def main(argv: list[str] | None = None) -> int:
     key, key_path = prepare(group.say)
     from django.conf import settings
 
-    runtime = "embedded" if plan.embedded else "at"
-    banner = curl_lines(plan.base_url, key, key_path, settings.AGENT_MODEL) + (
-        f"ready: web {plan.base_url}, runtime {runtime} {settings.MODEL_RUNTIME_URL} "
-        f"({settings.AGENT_MODEL}), worker django-q2. Ctrl-C stops all.\n"
+    var_dir = Path(settings.VAR_DIR)
+    banner = curl_lines(plan.base_url, key, key_path, settings.AGENT_MODEL) + ready_lines(
+        plan, settings.AGENT_MODEL, settings.MODEL_RUNTIME_URL, var_dir
     )
     group.install_signal_handlers()
     problem = "run crashed"
     try:
-        start_children(group, plan, Path(settings.VAR_DIR))
-        problem = supervise(group, plan, banner=banner, ready_timeout=args.ready_timeout)
+        start_children(group, plan, var_dir)
+        problem = supervise(
+            group, plan, banner=banner, ready_timeout=args.ready_timeout, var_dir=var_dir
+        )
     finally:
         # Also on an unexpected error here: no child may outlive this process.
         if problem is None:

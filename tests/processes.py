@@ -61,7 +61,8 @@ def group_members(pgid: int) -> list[int]:
 
 def start_run(tmp_path: Path, **env: str) -> tuple[subprocess.Popen, Path]:
     """``python -m scripts.run`` in its own session, with a fresh SQLite database and var
-    directory under ``tmp_path``, the web on a free port, no .env; output in the log."""
+    directory under ``tmp_path``, the web on a free port, no .env, no ``LOG_LEVEL`` (quiet,
+    as ``make run`` is by default); output in the log."""
     log = tmp_path / "run.log"
     base_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -71,7 +72,6 @@ def start_run(tmp_path: Path, **env: str) -> tuple[subprocess.Popen, Path]:
         "PORT": str(embedded_runtime.free_port()),
         "WEB_CONCURRENCY": "1",
         "Q_WORKERS": "1",
-        "LOG_LEVEL": "WARNING",
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "scripts.run", "--env-file", str(tmp_path / "none.env")],

@@ -3,9 +3,11 @@ with a loopback runtime in place of the embedded model."""
 
 import json
 import os
+import runpy
 import shlex
 import signal
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from gateway import services
 from gateway.models import ApiKey
 from scripts import embedded_runtime, run
+from tests.factories import wait_for
 from tests.processes import (
     alive,
     descendants,
@@ -210,6 +213,86 @@ def test_the_runtime_wave_is_stopped_after_the_others_have_ended(tmp_path):
     assert last.read_text() == "True"
 
 
+# A child that writes a line, then another once told to (a file appears), then fails.
+_TWO_LINES = """
+import sys, time
+from pathlib import Path
+print("before ready", flush=True)
+while not Path(sys.argv[1]).exists():
+    time.sleep(0.05)
+print("after ready: an error", flush=True)
+sys.exit(3)
+"""
+
+
+def test_a_diverted_child_writes_to_its_log_and_its_last_lines_show_when_it_exits(tmp_path):
+    go, runtime_log = tmp_path / "go", tmp_path / "log" / "runtime.log"
+    out = tmp_path / "out.log"
+    group = run.Group(out=out.open("w"))
+    child = group.spawn("runtime", [sys.executable, "-c", _TWO_LINES, str(go)], dict(os.environ))
+    wait_for(lambda: "runtime | before ready" in out.read_text(), what="the first line")
+    group.divert(child, runtime_log)
+    go.write_text("")
+    assert child.process.wait(timeout=60) == 3
+    assert group.exited() is child
+    shown = out.read_text()
+    assert "after ready" not in shown  # diverted: not on the terminal
+    group.tail(child)
+    group.stop(grace=5)
+    assert runtime_log.read_text() == "after ready: an error\n"
+    shown = out.read_text()
+    assert f"run     | the last lines of {runtime_log}:" in shown
+    assert "runtime | after ready: an error" in shown
+
+
+@pytest.mark.parametrize(
+    ("level", "loglevel", "accesslog"),
+    [
+        (None, "info", "-"),
+        ("INFO", "info", "-"),
+        ("DEBUG", "debug", "-"),
+        ("WARNING", "warning", None),
+    ],
+)
+def test_gunicorn_follows_log_level_and_its_access_lines_are_info(
+    monkeypatch, level, loglevel, accesslog
+):
+    monkeypatch.delenv("LOG_FORMAT", raising=False)
+    if level is None:
+        monkeypatch.delenv("LOG_LEVEL", raising=False)
+    else:
+        monkeypatch.setenv("LOG_LEVEL", level)
+    conf = runpy.run_path(str(Path(run.BASE_DIR) / "deploy" / "gunicorn.conf.py"))
+    assert (conf["loglevel"], conf["accesslog"]) == (loglevel, accesslog)
+
+
+_LOG_EVERY_WAY = """
+import logging, logging.config, sys
+from core.logs import logging_config
+logging.config.dictConfig(logging_config(json_format=sys.argv[1] == "json", level="WARNING"))
+for name in ("django-q", "agents.runner", "gunicorn.access", "uvicorn.error"):
+    logging.getLogger(name).info("info from %s", name)
+    logging.getLogger(name).warning("warning from %s", name)
+"""
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_at_warning_info_lines_are_dropped_and_warnings_still_show(log_format):
+    result = subprocess.run(
+        [sys.executable, "-c", _LOG_EVERY_WAY, log_format],
+        cwd=run.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "info from" not in result.stderr
+    assert "warning from django-q" in result.stderr  # the worker's schedule lines are INFO
+    assert "warning from agents.runner" in result.stderr
+    if log_format == "json":  # in text, gunicorn's own loggers are gunicorn's (above)
+        assert "warning from gunicorn.access" in result.stderr
+
+
 def test_a_child_that_exits_is_noticed(tmp_path):
     group = run.Group(out=(tmp_path / "out.log").open("w"))
     group.spawn("short", [sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
@@ -244,6 +327,12 @@ def test_run_serves_prints_ready_and_stops_every_child_on_ctrl_c(tmp_path, runti
         assert answer["ok"] is True and answer["response"] == " Paris."
         family = descendants(process.pid)
         assert len(family) >= 3  # gunicorn (+ workers), qcluster (+ its processes)
+        # Quiet once ready (no LOG_LEVEL): no access line, none of django-q2's INFO lines
+        # (its schedule lines every 30 s among them); the call's answer is all there is.
+        text = log.read_text()
+        assert "Quiet from here: warnings and errors only" in text
+        assert "/api.php" not in text.split("ready: ", 1)[1]
+        assert "Q Cluster" not in text
     finally:
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         returncode = process.wait(timeout=60)
@@ -256,10 +345,15 @@ def test_run_serves_prints_ready_and_stops_every_child_on_ctrl_c(tmp_path, runti
 def test_run_stops_everything_and_fails_when_a_child_dies(tmp_path, runtime_server):
     runtime_server.reset()
     process, log = start_run(
-        tmp_path, MODEL_RUNTIME_URL=runtime_server.url, MODEL_RUNTIME_API="ollama"
+        tmp_path,
+        MODEL_RUNTIME_URL=runtime_server.url,
+        MODEL_RUNTIME_API="ollama",
+        LOG_LEVEL="INFO",  # asked for: every line
     )
     try:
         wait_for_line(process, log, "ready: ", timeout=120)
+        wait_for(lambda: "Q Cluster" in log.read_text(), what="django-q2's INFO lines")
+        assert "Quiet from here" not in log.read_text()
         family = descendants(process.pid)
         web = next(
             pid

@@ -28,7 +28,8 @@ def sse_events(response: requests.Response) -> list[str]:
     return [line[len("data: ") :] for line in lines if line.startswith("data: ")]
 
 
-def wait_until(condition, timeout: float = 2.0) -> bool:
+def wait_until(condition, timeout: float = 30.0) -> bool:
+    """Polls ``condition``; generous, since a busy machine is slow (a pass never waits)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
