@@ -16,7 +16,7 @@ import pytest
 
 from gateway import services
 from gateway.models import ApiKey
-from scripts import embedded_runtime, run
+from scripts import embedded_runtime, run, supervisor
 from tests.factories import wait_for
 from tests.processes import (
     alive,
@@ -147,7 +147,7 @@ time.sleep(60)
 
 def test_stop_kills_children_and_grandchildren_that_ignore_sigterm(tmp_path):
     out = (tmp_path / "out.log").open("w")
-    group = run.Group(out=out)
+    group = supervisor.Group(out=out)
     child = group.spawn("stubborn", [sys.executable, "-c", _STUBBORN], dict(os.environ))
     deadline = time.monotonic() + 10
     while len(group_members(child.process.pid)) < 2 and time.monotonic() < deadline:
@@ -183,7 +183,7 @@ time.sleep(60)
 
 def test_the_runtime_wave_is_stopped_after_the_others_have_ended(tmp_path):
     first, last = tmp_path / "first-ended", tmp_path / "last-saw"
-    group = run.Group(out=(tmp_path / "out.log").open("w"))
+    group = supervisor.Group(out=(tmp_path / "out.log").open("w"))
     env = dict(os.environ)
     group.spawn(
         "runtime",
@@ -228,7 +228,7 @@ sys.exit(3)
 def test_a_diverted_child_writes_to_its_log_and_its_last_lines_show_when_it_exits(tmp_path):
     go, runtime_log = tmp_path / "go", tmp_path / "log" / "runtime.log"
     out = tmp_path / "out.log"
-    group = run.Group(out=out.open("w"))
+    group = supervisor.Group(out=out.open("w"))
     child = group.spawn("runtime", [sys.executable, "-c", _TWO_LINES, str(go)], dict(os.environ))
     wait_for(lambda: "runtime | before ready" in out.read_text(), what="the first line")
     group.divert(child, runtime_log)
@@ -294,7 +294,7 @@ def test_at_warning_info_lines_are_dropped_and_warnings_still_show(log_format):
 
 
 def test_a_child_that_exits_is_noticed(tmp_path):
-    group = run.Group(out=(tmp_path / "out.log").open("w"))
+    group = supervisor.Group(out=(tmp_path / "out.log").open("w"))
     group.spawn("short", [sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
     group.spawn("long", [sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ))
     group.sleep(10)
