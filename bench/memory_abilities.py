@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         runtime_url = None
         if args.model:
             if embedded_runtime.missing_modules():
-                print(f"--model needs the local extra: {embedded_runtime.INSTALL_HINT}")
+                print(f"--model needs the embedded runtime: {embedded_runtime.INSTALL_HINT}")
                 return 2
             model = embedded_runtime.ensure_model(THIS_TREE / "var" / "models")
             runtime_url = stack.enter_context(embedded_runtime.running(model))

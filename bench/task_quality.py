@@ -17,7 +17,8 @@ jobs through ``POST /agent/job/start`` with the ``default`` profile, over HTTP o
   chat example's facts (Tom, the bike, the shed), and jobs that failed.
 
 The held-out tasks were written for this bench and no prompt or parser was tuned on them;
-changes are tried on ``TUNING_*``. Without the ``local`` extra it says so and exits 0.
+changes are tried on ``TUNING_*``. ``--model NAME`` runs another packaged model. Without
+the embedded runtime it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -185,24 +186,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=("held-out", "tuning"), default="held-out")
     parser.add_argument("--only", choices=("arithmetic", "writing"), help="one kind only")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
+    parser.add_argument(
+        "--model",
+        choices=embedded_runtime.MODELS,
+        default=embedded_runtime.DEFAULT_MODEL,
+        help="the packaged model to run (EMBEDDED_MODEL's choices)",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    missing = embedded_runtime.missing_modules()
+    model = embedded_runtime.MODELS[args.model]
+    missing = embedded_runtime.missing_modules(model)
     if missing:
-        print(f"skipped: the local extra is not installed (missing {', '.join(missing)})")
+        print(f"skipped: the embedded runtime is not installed (missing {', '.join(missing)})")
         return 0
     held_out = args.set == "held-out"
     sums = ARITHMETIC if held_out else TUNING_ARITHMETIC
     texts = WRITING if held_out else TUNING_WRITING
     tree = args.tree.resolve()
     started = time.monotonic()
-    with embedded(args.port) as runtime_url, sqlite_database() as db_url:
+    with embedded(args.port, model) as runtime_url, sqlite_database() as db_url:
         env = service_env(
             db_url,
             runtime_url=runtime_url,
             tree=tree,
             MODEL_RUNTIME_API="openai",
-            AGENT_MODEL=embedded_runtime.MODEL_ALIAS,
+            AGENT_MODEL=model.alias,
             Q_WORKERS=1,
             RUNTIME_READ_TIMEOUT=240,
         )
@@ -217,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.only != "arithmetic":
                 print(f"writing ({len(texts)} {args.set} tasks):", flush=True)
                 found["writing"] = writing(service, texts)
-    print(f"tree: {tree}")
+    print(f"model: {model.alias}, tree: {tree}")
     if "arithmetic" in found:
         a = found["arithmetic"]
         print(

