@@ -260,6 +260,7 @@ def make_env(args: argparse.Namespace, port: int, workdir: Path) -> dict[str, st
         "HOME": os.environ.get("HOME", "/root"),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "PORT": str(port),
+        "EMBEDDED_RUNTIME_PORT": str(embedded_runtime.free_port()),
     }
     if args.no_pip_cache:
         env["PIP_NO_CACHE_DIR"] = "1"
@@ -272,9 +273,6 @@ def make_env(args: argparse.Namespace, port: int, workdir: Path) -> dict[str, st
 
 def fresh_clone(args: argparse.Namespace) -> int:
     port = embedded_runtime.free_port()
-    if not embedded_runtime.port_is_free(embedded_runtime.PORT):
-        print(f"port {embedded_runtime.PORT} (the embedded runtime's) is in use; stop that first")
-        return 2
     workdir = Path(tempfile.mkdtemp(prefix="llmgw-fresh-"))
     clone = workdir / "llmgw"
     log_path = workdir / "make-run.log"
