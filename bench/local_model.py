@@ -178,7 +178,10 @@ PHASES = (
     ("service packages", " -m pip install -q -e "),
     ("local runtime", "Installing the local model runtime"),
     ("model package", "Installing the model "),
-    ("migrate, static files, demo key", "-m scripts.run"),
+    ("scripts.run starts, Django set up", "-m scripts.run"),
+    ("migrate", "migrating the database"),
+    ("static files", "collecting static files"),
+    ("demo key", " demo key in "),
     ("model file, runtime/web/worker up", "assembling the model file"),
 )
 
