@@ -10,9 +10,10 @@ PYTEST_ARGS ?=
 
 .PHONY: install install-local run check-runtime test test-sqlite test-postgres lint format bench bench-local clean
 
+# The venv's own pip (Python 3.11's is new enough for everything below): upgrading it
+# first would cost a download and seconds of a first run.
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 
 # What running needs (`make run`); reinstalls only when pyproject.toml changed.
 $(VENV)/.installed-run: pyproject.toml | $(PY)
