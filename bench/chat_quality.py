@@ -352,6 +352,15 @@ AgentProfile.objects.update_or_create(name="bench-window", defaults=fields)
 """
 
 
+def set_prompt_style(env: dict[str, str], style: str) -> None:
+    """The default profile's prompt style: ``transcript`` (a base model) or ``chat``."""
+    code = (
+        "from agents.models import AgentProfile; "
+        f"AgentProfile.objects.filter(name='default').update(prompt_style={style!r})"
+    )
+    manage(env, "shell", "-c", code)
+
+
 @contextlib.contextmanager
 def embedded(port: int, model: embedded_runtime.PackagedModel) -> Iterator[str]:
     """The embedded runtime's URL: the one answering on ``port``, or one started there
@@ -413,6 +422,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the packaged model to run (EMBEDDED_MODEL's choices)",
     )
     parser.add_argument(
+        "--prompt-style",
+        choices=("transcript", "chat"),
+        default="transcript",
+        help="the default profile's prompt style (chat: for an instruction-tuned model)",
+    )
+    parser.add_argument(
         "--max-seconds",
         type=float,
         default=3600,
@@ -447,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
             RUNTIME_READ_TIMEOUT=240,
         )
         manage(env, "migrate", "--noinput")
+        set_prompt_style(env, args.prompt_style)
         manage(env, "shell", "-c", BENCH_PROFILE)
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
@@ -457,7 +473,14 @@ def main(argv: list[str] | None = None) -> int:
             tasks = ARITHMETIC[: args.arithmetic]
             print(f"arithmetic ({len(tasks)} tasks):", flush=True)
             exact, arith_invented = run_arithmetic(service, tasks)
-    report(model.alias, tree, figures, exact, arith_invented, len(tasks))
+    report(
+        f"{model.alias}, {args.prompt_style} prompts",
+        tree,
+        figures,
+        exact,
+        arith_invented,
+        len(tasks),
+    )
     print(f"  ({time.monotonic() - started:.0f} s)")
     return 0
 

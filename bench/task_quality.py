@@ -33,7 +33,7 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
-from bench.chat_quality import Service, embedded, qcluster  # noqa: E402
+from bench.chat_quality import Service, embedded, qcluster, set_prompt_style  # noqa: E402
 from bench.common import (  # noqa: E402
     ServerConfig,
     create_api_key,
@@ -192,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         default=embedded_runtime.DEFAULT_MODEL,
         help="the packaged model to run (EMBEDDED_MODEL's choices)",
     )
+    parser.add_argument(
+        "--prompt-style",
+        choices=("transcript", "chat"),
+        default="transcript",
+        help="the default profile's prompt style (chat: for an instruction-tuned model)",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     model = embedded_runtime.MODELS[args.model]
@@ -215,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             RUNTIME_READ_TIMEOUT=240,
         )
         manage(env, "migrate", "--noinput")
+        set_prompt_style(env, args.prompt_style)
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
@@ -225,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.only != "arithmetic":
                 print(f"writing ({len(texts)} {args.set} tasks):", flush=True)
                 found["writing"] = writing(service, texts)
-    print(f"model: {model.alias}, tree: {tree}")
+    print(f"model: {model.alias}, {args.prompt_style} prompts, tree: {tree}")
     if "arithmetic" in found:
         a = found["arithmetic"]
         print(
