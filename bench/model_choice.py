@@ -1,11 +1,12 @@
 """The packaged models side by side on the embedded runtime: size, load time, memory, speed.
 
     .venv/bin/python bench/model_choice.py             # every packaged model installed
-    .venv/bin/python bench/model_choice.py --runs 9 --threads 1
+    .venv/bin/python bench/model_choice.py --runs 9 --threads 1 --model gemma3-270m
 
 One model after the other (``scripts/embedded_runtime.MODELS``; a model whose package is
 not installed is named with the command that installs it), each served by the embedded
-runtime as ``make run`` serves it, on a free loopback port:
+runtime as ``make run`` serves it (the prebuilt one when installed: run it with a venv
+that has only the one built from source to measure that), on a free loopback port:
 
 * installed size: the bytes of the model's packages (their RECORD), and the GGUF file;
 * load: seconds from starting the server to ``/v1/models`` answering;
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="EMBEDDED_RUNTIME_THREADS")
+    parser.add_argument(
+        "--model", action="append", choices=embedded_runtime.MODELS, help="only these"
+    )
     args = parser.parse_args(argv)
     runtime = embedded_runtime.runtime_module()
     if runtime is None:
@@ -114,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'tokens/s median':>15} {'lowest':>7} {'peak RSS MB':>11}"
     )
     for model in embedded_runtime.MODELS.values():
+        if args.model and model.name not in args.model:
+            continue
         if embedded_runtime.missing_modules(model):
             print(f"{model.name:<14} not installed: make install-local EMBEDDED_MODEL={model.name}")
             continue
