@@ -182,7 +182,8 @@ PHASES = (
     ("migrate", "migrating the database"),
     ("static files", "collecting static files"),
     ("demo key", " demo key in "),
-    ("model file, runtime/web/worker up", "assembling the model file"),
+    ("model file checked, runtime started", "assembling the model file"),
+    ("web and worker started, all up", "starting the web server"),
 )
 
 
