@@ -1,4 +1,7 @@
-"""What a running job's agent code works with: steps, model and tool calls, cancel checks."""
+"""The runner's side of a running job: it carries out what the agent asks (``agents.actions``)
+and records each request as a step: model and tool calls, notes, the agent's own work. It
+checks for a cancel before each model and tool call and while the model generates, and
+keeps the job's lease alive."""
 
 import json
 import logging
@@ -11,6 +14,7 @@ from typing import Any
 from django.conf import settings
 
 from agents import services, worker
+from agents.actions import Action, ModelCall, Note, StepOutput, ToolCall, Work
 from agents.models import Job, JobStatus, StepKind, StepStatus
 from agents.tools import REGISTRY, Tool, ToolError
 from core.db import release_pooled_connections
@@ -37,12 +41,6 @@ class AgentFailure(Exception):
 def _stopped() -> Exception:
     """Why a job stops now: its worker is stopping, or a cancel was asked for."""
     return JobInterrupted() if worker.stopping.is_set() else JobCancelled()
-
-
-class StepOutput(dict):
-    """The output of a step being recorded; ``failed`` marks it failed without raising."""
-
-    failed: bool = False
 
 
 class JobContext:
@@ -111,6 +109,23 @@ class JobContext:
         services.step_start(
             self.job, token=self.token, kind=StepKind.NOTE, name=name, input=data, finished=True
         )
+
+    # --- What the agent asks -----------------------------------------------------------------
+
+    def perform(self, action: Action) -> Any:
+        """Carries out one request of the agent and returns its answer."""
+        if isinstance(action, ModelCall):
+            return self.call_model(
+                action.prompt, name=action.name, options=action.options, messages=action.messages
+            )
+        if isinstance(action, ToolCall):
+            return self.call_tool(action.name, action.arguments, enabled=list(action.enabled))
+        if isinstance(action, Note):
+            return self.note(action.name, action.data)
+        if isinstance(action, Work):
+            with self.step(action.kind, action.name, action.input) as out:
+                return action.run(out)
+        raise TypeError(f"An agent asked for {action!r}, which the runner does not know.")
 
     # --- Model and tools -------------------------------------------------------------------
 

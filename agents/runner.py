@@ -5,8 +5,10 @@ import os
 import socket
 import time
 import uuid
+from typing import Any
 
 from agents import kinds, recovery, services, worker
+from agents.actions import Steps
 from agents.context import AgentFailure, JobCancelled, JobContext, JobInterrupted
 from agents.models import Job
 from core import metrics, requestid, tracing
@@ -57,12 +59,30 @@ def run_claimed(job: Job, token: str) -> str:
     return outcome
 
 
+def drive(ctx: JobContext, steps: Steps) -> Any:
+    """Runs an agent's steps (``agents.actions``): carries out and records each request
+    and sends its answer back; what stopped a request is thrown back into the agent, which
+    may handle it. Returns what the agent returns."""
+    answer: object = None
+    error: Exception | None = None
+    while True:
+        try:
+            action = steps.send(answer) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value
+        answer, error = None, None
+        try:
+            answer = ctx.perform(action)
+        except Exception as exc:  # the agent's to handle; unhandled, it ends the job below
+            error = exc
+
+
 def _run_claimed(job: Job, token: str) -> str:
     job_id = job.pk
     ctx = JobContext(job, token)
     try:
         with worker.holding(job.pk, token):
-            result = kinds.agent_for(job.kind)(ctx)
+            result = drive(ctx, kinds.agent_for(job.kind)(job, token))
     except JobCancelled:
         services.job_mark_cancelled(job, token=token)
     except JobInterrupted:

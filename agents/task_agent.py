@@ -26,11 +26,12 @@ blank), never the chat's example conversation, and is written in the profile's s
 import json
 from typing import Any
 
+from agents.actions import ModelCall, Note, Steps, ToolCall
 from agents.answers import NOT_OFFERED, RETRY_OPTIONS, TOOL_CALL_FORMAT, parse_answer
 from agents.arithmetic import PREVIOUS, format_value, operand, plan
-from agents.context import AgentFailure, JobContext
+from agents.context import AgentFailure
 from agents.kinds import agent
-from agents.models import JobKind
+from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from agents.tools import enabled_tools
 
@@ -42,8 +43,8 @@ TASK_STOPS = ["\n\n", "\nTask:", "\nQuestion:"]
 Turn = tuple[str, str]
 
 
-def _tools_block(ctx: JobContext) -> str:
-    tools = enabled_tools(ctx.profile.tools)
+def _tools_block(profile: AgentProfile) -> str:
+    tools = enabled_tools(profile.tools)
     if not tools:
         return ""
     return (
@@ -54,12 +55,12 @@ def _tools_block(ctx: JobContext) -> str:
     )
 
 
-def _system_text(ctx: JobContext) -> str:
-    return (ctx.profile.task_prompt or ctx.profile.system_prompt).strip()
+def _system_text(profile: AgentProfile) -> str:
+    return (profile.task_prompt or profile.system_prompt).strip()
 
 
-def _task_lines(ctx: JobContext, calculation: dict[str, Any] | None) -> str:
-    lines = [f"Task: {ctx.job.task}"]
+def _task_lines(job: Job, calculation: dict[str, Any] | None) -> str:
+    lines = [f"Task: {job.task}"]
     if calculation is not None and "error" in calculation:  # the model can say why
         lines.append(f"Calculator: {calculation['expression']}: {calculation['error']}")
     elif calculation is not None:
@@ -68,34 +69,34 @@ def _task_lines(ctx: JobContext, calculation: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def task_prompt(
-    ctx: JobContext, transcript: list[Turn], calculation: dict[str, Any] | None = None
-) -> str:
+def task_prompt(job: Job, transcript: list[Turn], calculation: dict[str, Any] | None = None) -> str:
     """The task as one prompt for completion (transcript style: no tool list)."""
-    system = _system_text(ctx)
+    system = _system_text(job.profile)
     parts = [system] if system else []
-    parts.append(_task_lines(ctx, calculation))
+    parts.append(_task_lines(job, calculation))
     parts.extend(("Tool call: " if role == "assistant" else "") + text for role, text in transcript)
     parts.append(ANSWER_CUE)
     return "\n\n".join(parts)
 
 
-def task_messages(ctx: JobContext, transcript: list[Turn]) -> list[dict[str, str]]:
+def task_messages(job: Job, transcript: list[Turn]) -> list[dict[str, str]]:
     """The task as chat messages (chat style: the system message lists the tools)."""
-    system = "\n\n".join(p for p in (_system_text(ctx), _tools_block(ctx)) if p)
+    profile = job.profile
+    system = "\n\n".join(p for p in (_system_text(profile), _tools_block(profile)) if p)
     messages = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": _task_lines(ctx, None)})
+    messages.append({"role": "user", "content": _task_lines(job, None)})
     messages += [{"role": role, "content": text} for role, text in transcript]
     return messages
 
 
-def work_out(ctx: JobContext) -> tuple[dict[str, Any] | None, bool]:
+def work_out(job: Job) -> Steps:
     """The task's arithmetic worked out with the calculator, one step at a time, and
-    whether the task is nothing but that arithmetic. The calculation is
-    ``{"expression", "value", "steps"}`` (the last step's expression and the result), or
-    ``{"expression", "error", "steps"}`` when the calculator refused a step."""
-    profile = ctx.profile
-    found = plan(ctx.job.task) if "calculator" in profile.tools else None
+    whether the task is nothing but that arithmetic: ``(calculation, pure)``. The
+    calculation is ``{"expression", "value", "steps"}`` (the last step's expression and
+    the result), or ``{"expression", "error", "steps"}`` when the calculator refused a
+    step."""
+    profile = job.profile
+    found = plan(job.task) if "calculator" in profile.tools else None
     if found is None or not (found.pure or profile.is_transcript):
         return None, False  # an instruction-tuned model asks for the calculator itself
     steps: list[dict[str, Any]] = []
@@ -104,7 +105,7 @@ def work_out(ctx: JobContext) -> tuple[dict[str, Any] | None, bool]:
         expression = template
         if previous is not None:
             expression = template.replace(PREVIOUS, operand(previous))
-        outcome = ctx.call_tool("calculator", {"expression": expression}, enabled=profile.tools)
+        outcome = yield ToolCall("calculator", {"expression": expression}, profile.tools)
         if "error" in outcome:
             return {"expression": expression, "error": outcome["error"], "steps": steps}, found.pure
         previous = outcome["result"]["value"]
@@ -121,71 +122,75 @@ def _calculator_answer(calculation: dict[str, Any]) -> dict[str, Any]:
 
 
 def _call(
-    ctx: JobContext,
+    job: Job,
     transcript: list[Turn],
     calculation: dict[str, Any] | None,
     *,
     retry: bool,
-) -> str:
+) -> Steps:
+    """One model call for the task in the profile's prompt style: the model's text."""
     options: dict[str, Any] = dict(RETRY_OPTIONS) if retry else {}
-    if not ctx.profile.is_transcript:
-        return ctx.call_model("", messages=task_messages(ctx, transcript), options=options)
-    stops = list(ctx.profile.options.get("stop") or [])
+    profile = job.profile
+    if not profile.is_transcript:
+        return (yield ModelCall(messages=task_messages(job, transcript), options=options))
+    stops = list(profile.options.get("stop") or [])
     stops += [s for s in TASK_STOPS if s not in stops]
     # A base model often starts its answer with a blank line: a blank-line stop would end
     # it before its first word. Such stops end the answer here, after its first word.
     blank = [s for s in stops if not s.strip()]
-    prompt = task_prompt(ctx, transcript, calculation)
-    text = ctx.call_model(prompt, options={**options, "stop": [s for s in stops if s.strip()]})
+    prompt = task_prompt(job, transcript, calculation)
+    options["stop"] = [s for s in stops if s.strip()]
+    text = yield ModelCall(prompt=prompt, options=options)
     text = text.lstrip()
     for stop in blank:
         text = text.split(stop, 1)[0]
     return text
 
 
-def _final(ctx: JobContext, text: str) -> str:
-    cleaned = clean_reply(text, transcript=ctx.profile.is_transcript)
+def _final(profile: AgentProfile, text: str) -> Steps:
+    cleaned = clean_reply(text, transcript=profile.is_transcript)
     if cleaned.removed:
-        ctx.note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
+        yield Note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
     return cleaned.text
 
 
 @agent(JobKind.TASK)
-def run_task(ctx: JobContext) -> dict[str, Any]:
-    calculation, pure = work_out(ctx)
+def run_task(job: Job, token: str) -> Steps:
+    calculation, pure = yield from work_out(job)
     if calculation is not None and pure:
         return _calculator_answer(calculation)
+    profile = job.profile
     transcript: list[Turn] = []
-    max_steps = ctx.profile.max_steps
+    max_steps = profile.max_steps
     retry = False
     for round_number in range(1, max_steps + 1):
-        text = _call(ctx, transcript, calculation, retry=retry)
+        text = yield from _call(job, transcript, calculation, retry=retry)
         answer = parse_answer(text)
         if answer.kind == "final":
-            final = _final(ctx, answer.text)
+            final = yield from _final(profile, answer.text)
             if final:
                 result = {
                     "text": final,
                     "answered_by": "model",
                     "verified": False,
-                    "model": ctx.profile.model,
+                    "model": profile.model,
                     "rounds": round_number,
                 }
                 if calculation is not None:
                     result["calculation"] = calculation
                 return result
             answer.kind, answer.problem = "junk", "Nothing was left of the answer once cleaned."
-        retry = answer.kind == "junk" or ctx.profile.is_transcript
+        retry = answer.kind == "junk" or profile.is_transcript
         if answer.kind == "junk":
-            ctx.note("unusable_answer", {"problem": answer.problem, "answer": text[:2000]})
-            if not ctx.profile.is_transcript:  # an instruction-tuned model can read why
+            yield Note("unusable_answer", {"problem": answer.problem, "answer": text[:2000]})
+            if not profile.is_transcript:  # an instruction-tuned model can read why
                 told = f"(Your last answer could not be used: {answer.problem} Answer with a "
                 transcript.append(("user", told + "tool call or the final answer.)"))
             continue
-        if ctx.profile.is_transcript:  # its prompt lists no tools: the call is an echo
-            ctx.note("unusable_answer", {"problem": NOT_OFFERED, "tool": answer.tool})
+        if profile.is_transcript:  # its prompt lists no tools: the call is an echo
+            yield Note("unusable_answer", {"problem": NOT_OFFERED, "tool": answer.tool})
             continue
-        result = ctx.call_tool(answer.tool, answer.arguments, enabled=ctx.profile.tools)
+        result = yield ToolCall(answer.tool, answer.arguments, profile.tools)
         call = json.dumps({"tool": answer.tool, "arguments": answer.arguments})
         told = f"Tool result: {json.dumps(result, default=str)}"
         transcript += [("assistant", call), ("user", told)]

@@ -124,11 +124,11 @@ def worker(repeat: int) -> dict:
     from agents import services as jobs
     from agents.context import JobContext
     from agents.models import AgentProfile
+    from agents.runner import drive
     from conversations import services, tokens
-    from conversations.chat_agent import ChatTurn
-    from conversations.models import Role
+    from conversations.chat_agent import first_context
+    from conversations.render import transcript
     from conversations.search import backend
-    from conversations.selectors import message_of_job
     from gateway.services import api_key_create
 
     rng = random.Random(20261122)
@@ -175,9 +175,7 @@ def worker(repeat: int) -> dict:
         claimed = jobs.job_claim(job.pk, token="bench")
         assert claimed is not None, "the chat job could not be claimed"
         started = time.perf_counter()
-        ctx = JobContext(claimed, "bench")
-        turn = ChatTurn(ctx, message_of_job(claimed, Role.USER))
-        context = turn.prepare(offer_tools=True)
+        context = drive(JobContext(claimed, "bench"), first_context(claimed))
         elapsed = time.perf_counter() - started
         jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
         return context, elapsed
@@ -233,8 +231,9 @@ def worker(repeat: int) -> dict:
         for text, question in order:
             context, _ = prepare(conversation, question, needle_profile)
             total += 1
-            found += text in context.prompt
-            used = tokens.estimate(context.prompt)
+            prompt = transcript(context)
+            found += text in prompt
+            used = tokens.estimate(prompt)
             max_used = max(max_used, used)
             over_budget += used > NEEDLE_BUDGET
     result["recall"] = {

@@ -219,11 +219,12 @@ class Worker:
         its question is deleted afterwards so that it does not become history."""
         from agents import services as jobs
         from agents.context import JobContext
-        from conversations.chat_agent import ChatTurn
+        from agents.runner import drive
+        from conversations.chat_agent import first_context
         from conversations.models import Message
 
         started = time.perf_counter()
-        context = ChatTurn(JobContext(claimed, "bench"), own).prepare(offer_tools=True)
+        context = drive(JobContext(claimed, "bench"), first_context(claimed))
         elapsed = time.perf_counter() - started
         jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
         if not keep:
@@ -236,6 +237,8 @@ class Worker:
 
     def recall(self) -> dict:
         from django.conf import settings
+
+        from conversations.render import transcript
 
         result = {}
         for depth in RECALL_DEPTHS:
@@ -252,7 +255,7 @@ class Worker:
                     found = 0
                     for entry in chosen:
                         context, _ = self.prepare(conversation, entry[index])
-                        found += entry[0] in context.prompt
+                        found += entry[0] in transcript(context)
                     scores[f"{kind}_{label}"] = found / count
             settings.EMBEDDING_BACKEND = "local"
             result[depth] = {"questions": count, **scores}

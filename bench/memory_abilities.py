@@ -159,10 +159,10 @@ class Worker:
         from agents import services as jobs
         from agents.context import JobContext
         from agents.replies import clean_reply
+        from agents.runner import drive
         from conversations import render, services, tokens
-        from conversations.chat_agent import ChatTurn
-        from conversations.models import Message, Role
-        from conversations.selectors import message_of_job
+        from conversations.chat_agent import first_context
+        from conversations.models import Message
 
         _, job, _ = services.chat_start(
             api_key=self.key, source="bench", scope_type="abilities",
@@ -171,10 +171,10 @@ class Worker:
         )  # fmt: skip
         claimed = jobs.job_claim(job.pk, token="bench")
         ctx = JobContext(claimed, "bench")
-        context = ChatTurn(ctx, message_of_job(claimed, Role.USER)).prepare(offer_tools=True)
+        context = drive(ctx, first_context(claimed))
         reply = ""
         if answer:
-            text = ctx.call_model(name="reply", **render.model_input(self.profile, context))
+            text = ctx.perform(render.model_call(self.profile, context))
             reply = clean_reply(text, transcript=self.profile.is_transcript).text
         if os.environ.get("MEMORY_BENCH_DEBUG"):  # what the searches found, on stderr
             from agents.models import Step
@@ -189,7 +189,9 @@ class Worker:
         return context, reply
 
     def judge(self, case, context) -> dict:
-        prompt = context.prompt
+        from conversations.render import transcript
+
+        prompt = transcript(context)
         stats = context.stats()
         found = all(content in prompt for content in case.must_find)
         result = {"found": found, "retrieved": stats["retrieved_messages"]}

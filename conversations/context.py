@@ -35,38 +35,39 @@ window's index range, never a count over the whole history.
 
 A build runs in phases, each a function below: the fixed part (frame and tail), the
 whole history when it fits, otherwise the frame for hidden history, the thread and the
-summary, the retrieved messages, the recent messages; then :func:`render_transcript`
-turns the selected parts (kept on the :class:`Context`) into the prompt.
+summary, the retrieved messages, the recent messages. The result is structured: the
+selected parts, each message with its role (:class:`Context`); ``conversations.render``
+writes them in the profile's prompt style, once.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.answers import TOOL_CALL_FORMAT
 from agents.models import AgentProfile
-from agents.tools import enabled_tools
 from conversations.clipping import clip
-from conversations.history import LABELS, History, Item, label_cost, retrieved_lines
-from conversations.models import Conversation, Role
+from conversations.frame import (
+    BLOCK_COST,
+    HISTORY_TOOLS,
+    RECENT_HEADER,
+    RETRIEVED_HEADER,
+    SAFETY_MARGIN,
+    frame_blocks,
+    hidden_line,
+    listed_tools,
+    summary_block,
+    summary_header,
+)
+from conversations.history import LABELS, History, Item, Turn
+from conversations.models import Conversation
 from conversations.tokens import estimate
 
-__all__ = ["LABELS", "Context", "ContextOverflow", "History", "Item", "build_context"]
+__all__ = ["LABELS", "Context", "ContextOverflow", "History", "Item", "Turn", "build_context"]
 
-SAFETY_MARGIN = 8
 SUMMARY_SHARE = 0.15
 RETRIEVAL_SHARE = 0.35
 MODEL_RETRIEVAL_SHARE = 0.5
 MUST_KEEP_RECENT = 2
-BLOCK_SEPARATOR = "\n\n"
-BLOCK_COST = 2  # the two newlines between blocks
-ANSWER_CUE = "Assistant:"
-RETRIEVED_HEADER = "Messages found in the earlier history:"
-RECENT_HEADER = "Recent messages:"
-EARLIER_HEADER = "Earlier in the conversation:"
-HISTORY_TOOLS = ("search_history", "read_history")
-# Room kept beside the longest accepted message for one tool call and its result.
-TOOL_ROUND_ROOM = 64
 
 
 class ContextOverflow(Exception):
@@ -75,20 +76,21 @@ class ContextOverflow(Exception):
 
 @dataclass
 class Context:
-    """A built context: what was selected, the prompt rendered from it, and what went in
-    (``stats()`` is recorded as a step).
+    """A built context: what was selected and what went in (``stats()`` is recorded as a
+    step). ``conversations.render`` writes it as a prompt.
 
     The selected parts, in prompt order: ``head`` (system prompt, tool list),
     ``summary`` (the summary block or ""), ``hidden_line`` (what is not shown, "" when
-    everything fits), ``retrieved`` (oldest first), ``recent`` (oldest first) and
-    ``tail`` (the new message, this turn's tool exchange, the answer cue).
+    everything fits), ``retrieved`` (best first), ``recent`` (oldest first), the new
+    ``message`` and this job's tool ``exchange``.
     """
 
-    prompt: str
     budget: int
     used: int
     fits: bool
     recent: list[Item]
+    message: Item
+    exchange: list[Turn] = field(default_factory=list)
     retrieved: list[Item] = field(default_factory=list)
     summary_tokens: int = 0
     hidden: int = 0
@@ -97,7 +99,6 @@ class Context:
     head: list[str] = field(default_factory=list)
     summary: str = ""
     hidden_line: str = ""
-    tail: list[str] = field(default_factory=list)
     # The tools the prompt lists: the only ones a model's answer may call.
     tools: list[str] = field(default_factory=list)
 
@@ -133,55 +134,6 @@ class Context:
         }
 
 
-def listed_tools(profile: AgentProfile, *, history_tools: bool = True) -> list[str]:
-    """The names of the tools that :func:`tools_block` lists."""
-    names = [n for n in profile.tools if history_tools or n not in HISTORY_TOOLS]
-    return [tool.name for tool in enabled_tools(names)]
-
-
-def tools_block(profile: AgentProfile, *, history_tools: bool = True) -> str:
-    tools = enabled_tools(listed_tools(profile, history_tools=history_tools))
-    if not tools:
-        return ""
-    return (
-        "The assistant can use tools. To use one, the assistant answers with only this JSON "
-        f"on one line: {TOOL_CALL_FORMAT}\n" + "\n".join(tool.describe() for tool in tools)
-    )
-
-
-def _hidden_line(hidden: int, *, tools: bool) -> str:
-    more = " The tools search_history and read_history can load them." if tools else ""
-    return f"({hidden} earlier messages are not shown here.{more})"
-
-
-def summary_header(until_seq: int) -> str:
-    return f"Summary of the conversation up to message {until_seq}:"
-
-
-def summary_block(conversation: Conversation) -> str:
-    return f"{summary_header(conversation.summary_until_seq)}\n{conversation.summary}"
-
-
-def _frame(
-    profile: AgentProfile, *, offer_tools: bool, history_tools: bool = True
-) -> tuple[list[str], int]:
-    """The blocks before the transcript and their cost (with the answer cue)."""
-    system = profile.system_prompt.strip()
-    tools = tools_block(profile, history_tools=history_tools) if offer_tools else ""
-    head = [block for block in (system, tools) if block]
-    cost = sum(estimate(block) + BLOCK_COST for block in head) + BLOCK_COST
-    return head, cost + estimate(ANSWER_CUE)
-
-
-def message_limit(profile: AgentProfile) -> int:
-    """The most tokens a new message may have and still fit with the frame and a tool
-    round; a longer one is refused when the chat is started. A transcript profile's
-    frame never lists the tools (``chat_agent.run_chat``), so they take no room there."""
-    _, frame = _frame(profile, offer_tools=not profile.is_transcript)
-    label = label_cost(Role.USER) + 1
-    return profile.prompt_budget - SAFETY_MARGIN - frame - label - TOOL_ROUND_ROOM
-
-
 def _prefix(items: Sequence[Item], budget: int, cost: Callable[[Item], int]) -> list[Item]:
     """The leading items whose costs add up to at most ``budget``."""
     taken, used = [], 0
@@ -197,34 +149,6 @@ def _total(items: Sequence[Item], *, numbered: bool = False) -> int:
     return sum(item.cost(numbered=numbered) for item in items)
 
 
-def render_transcript(context: Context) -> str:
-    """The selected parts as one flat prompt: blocks separated by blank lines, the
-    transcript one message a line.
-
-    The retrieved messages come last, under :data:`EARLIER_HEADER` just before the new
-    message: a small base model answers from what it read last (put before the recent
-    messages, as a list numbered for the history tools, the Gemma 3 270M answered 21 of
-    40 tuning questions whose fact had left the window; here, 33 of 40:
-    ``bench/chat_quality.py --pair-set tuning``). A transcript profile has no tools, so
-    they are not numbered. All of them are shown, the assistant's too: showing only the
-    user's messages got 35 of 40 there, but lost every fact the assistant had said
-    (``bench/memory.py``: recall 1.00 -> 0.53)."""
-    blocks = list(context.head)
-    if context.summary:
-        blocks.append(context.summary)
-    if context.hidden_line:
-        blocks.append(context.hidden_line)
-    recent = [item.line() for item in context.recent]
-    if not context.retrieved:
-        blocks.append("\n".join(recent + context.tail))
-        return BLOCK_SEPARATOR.join(blocks)
-    if recent:
-        blocks.append("\n".join(recent))
-    blocks.append("\n".join([EARLIER_HEADER, *retrieved_lines(context.retrieved)]))
-    blocks.append("\n".join(context.tail))
-    return BLOCK_SEPARATOR.join(blocks)
-
-
 # --- The phases of a build ----------------------------------------------------------------
 
 
@@ -234,7 +158,8 @@ class _Fixed:
     hidden, the line that says so."""
 
     head: list[str]
-    tail: list[str]
+    message: Item
+    exchange: list[Turn]
     cost: int
     frame_cost: int
     tools: bool = False
@@ -249,16 +174,23 @@ def _require(fixed: int, budget: int) -> None:
 
 
 def _fixed_part(
-    profile: AgentProfile, message: Item, exchange: Sequence[str], offer_tools: bool, budget: int
+    profile: AgentProfile, message: Item, exchange: Sequence[Turn], offer_tools: bool, budget: int
 ) -> _Fixed:
     """The frame without the history tools (while the whole history fits, they have
-    nothing to load) and the tail: the new message, the tool exchange, the answer cue."""
-    tail = [message.line(), *exchange, ANSWER_CUE]
-    tail_cost = message.cost() + sum(estimate(line) + 1 for line in exchange)
-    head, frame = _frame(profile, offer_tools=offer_tools, history_tools=False)
+    nothing to load) and the tail: the new message, the tool exchange (the answer cue is
+    counted with the frame)."""
+    tail_cost = message.cost() + sum(turn.cost() for turn in exchange)
+    head, frame = frame_blocks(profile, offer_tools=offer_tools, history_tools=False)
     _require(frame + tail_cost, budget)
     listed = listed_tools(profile, history_tools=False) if offer_tools else []
-    return _Fixed(head=head, tail=tail, cost=frame + tail_cost, frame_cost=frame, listed=listed)
+    return _Fixed(
+        head=head,
+        message=message,
+        exchange=list(exchange),
+        cost=frame + tail_cost,
+        frame_cost=frame,
+        listed=listed,
+    )
 
 
 def _hidden_part(profile: AgentProfile, fixed: _Fixed, offer_tools: bool, budget: int) -> _Fixed:
@@ -266,19 +198,25 @@ def _hidden_part(profile: AgentProfile, fixed: _Fixed, offer_tools: bool, budget
     line that says how many messages are not shown."""
     tail_cost = fixed.cost - fixed.frame_cost
     tools = offer_tools and bool(set(HISTORY_TOOLS) & set(profile.tools))
-    hidden_cost = estimate(_hidden_line(10**9, tools=tools)) + BLOCK_COST
+    hidden_cost = estimate(hidden_line(10**9, tools=tools)) + BLOCK_COST
     head, frame = fixed.head, fixed.frame_cost
-    with_tools = _frame(profile, offer_tools=True)
+    with_tools = frame_blocks(profile, offer_tools=True)
     if tools and with_tools[1] + tail_cost + hidden_cost <= budget:
         head, frame = with_tools
     else:
         tools = False
-        hidden_cost = estimate(_hidden_line(10**9, tools=False)) + BLOCK_COST
+        hidden_cost = estimate(hidden_line(10**9, tools=False)) + BLOCK_COST
     cost = frame + tail_cost + hidden_cost
     _require(cost, budget)
     listed = listed_tools(profile) if tools else fixed.listed
     return _Fixed(
-        head=head, tail=fixed.tail, cost=cost, frame_cost=frame, tools=tools, listed=listed
+        head=head,
+        message=fixed.message,
+        exchange=fixed.exchange,
+        cost=cost,
+        frame_cost=frame,
+        tools=tools,
+        listed=listed,
     )
 
 
@@ -364,19 +302,17 @@ def _fill_recent(
 
 
 def _whole_history(fixed: _Fixed, recent: list[Item], budget: int) -> Context:
-    context = Context(
-        prompt="",
+    return Context(
         budget=budget,
         used=fixed.cost + _total(recent),
         fits=True,
         recent=recent[::-1],
+        message=fixed.message,
+        exchange=fixed.exchange,
         frame_tokens=fixed.frame_cost,
         head=fixed.head,
-        tail=fixed.tail,
         tools=fixed.listed,
     )
-    context.prompt = render_transcript(context)
-    return context
 
 
 def build_context(
@@ -386,15 +322,15 @@ def build_context(
     message: Item,
     history: History,
     retrieved: Sequence[Item] = (),
-    exchange: Sequence[str] = (),
+    exchange: Sequence[Turn] = (),
     offer_tools: bool = True,
     model_retrieved: bool = False,
     focus: Sequence[str] = (),
 ) -> Context:
-    """Builds the prompt for ``message`` (see the module docstring for the rules).
+    """Chooses what goes into the prompt for ``message`` (see the module docstring).
 
     ``retrieved`` are older messages loaded by the history tools, best first;
-    ``exchange`` the lines of this turn's tool calls and results, after the new message;
+    ``exchange`` this job's tool calls and results, after the new message;
     ``focus`` the question's keywords: where a clipped message's window starts.
     """
     budget = profile.prompt_budget - SAFETY_MARGIN
@@ -408,8 +344,7 @@ def build_context(
     share_of = MODEL_RETRIEVAL_SHARE if model_retrieved else RETRIEVAL_SHARE
     # Retrieval's room comes first, up to its share: long recent messages cannot take it.
     retrieved = _unique(retrieved, message.seq)
-    need = _retrieved_cost(retrieved)
-    reserve = min(int(remaining * share_of), need)
+    reserve = min(int(remaining * share_of), _retrieved_cost(retrieved))
     thread = _thread(recent[:MUST_KEEP_RECENT], remaining - reserve, focus, fixed.tools)
     remaining -= _total(thread)
     summary_cost = _summary_cost(conversation, budget, remaining - reserve)
@@ -423,12 +358,13 @@ def build_context(
     chosen = _choose_retrieved(retrieved, reserve, focus, fixed.tools)
     chosen, shown, floor = _fill_recent(chosen, thread, rest, avail, history.own_seq)
     hidden = max(0, history.older_than(floor) - len(chosen))
-    context = Context(
-        prompt="",
+    return Context(
         budget=budget,
         used=fixed.cost + summary_cost + _total(shown) + _retrieved_cost(chosen),
         fits=False,
         recent=shown[::-1],
+        message=fixed.message,
+        exchange=fixed.exchange,
         retrieved=sorted(chosen, key=lambda item: (-item.rank, item.seq)),
         summary_tokens=summary_cost,
         hidden=hidden,
@@ -436,9 +372,6 @@ def build_context(
         frame_tokens=fixed.frame_cost,
         head=fixed.head,
         summary=summary_block(conversation) if summary_cost else "",
-        hidden_line=_hidden_line(hidden, tools=fixed.tools),
-        tail=fixed.tail,
+        hidden_line=hidden_line(hidden, tools=fixed.tools),
         tools=fixed.listed,
     )
-    context.prompt = render_transcript(context)
-    return context

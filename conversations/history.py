@@ -1,6 +1,6 @@
 """The messages the context builder works with: :class:`Item` (one message with its
-stored token count) and :class:`History` (the newest messages of a conversation, read a
-page at a time)."""
+stored token count), :class:`Turn` (one turn of this job's tool exchange) and
+:class:`History` (the newest messages of a conversation, read a page at a time)."""
 
 import functools
 from dataclasses import dataclass
@@ -80,6 +80,27 @@ class Item:
         if numbered:
             cost += estimate(self.tag()) + 1 + GAP_COST
         return cost
+
+
+# The role of a tool's result told to the model: a line of its own in a transcript, a
+# user message in chat messages.
+TOOL_RESULT = "tool"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of this job's tool exchange, after the new message: the model's tool call
+    (``Role.ASSISTANT``, its JSON) or a tool's result told to it (:data:`TOOL_RESULT`)."""
+
+    role: str
+    content: str
+
+    def line(self) -> str:
+        """The turn as a transcript line (its cost is counted on it)."""
+        return self.content if self.role == TOOL_RESULT else f"{label(self.role)} {self.content}"
+
+    def cost(self) -> int:
+        return estimate(self.line()) + 1  # +1: its newline
 
 
 GAP_MARK = "…"

@@ -23,7 +23,7 @@ from agents import services as jobs
 from agents.models import ACTIVE, AgentProfile, Job, JobKind, JobStatus
 from agents.selectors import profile_get
 from conversations import tokens
-from conversations.context import message_limit
+from conversations.frame import message_limit
 from conversations.models import Conversation, Message, OnBusy, Role
 from core.db import retry_if_dropped, retry_if_dropped_at_commit
 from core.exceptions import ConversationBusy, InvalidInput

@@ -7,16 +7,10 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import AgentProfile, PromptStyle
 from conversations import search, services, tokens
-from conversations.context import (
-    BLOCK_COST,
-    SAFETY_MARGIN,
-    History,
-    Item,
-    build_context,
-    message_limit,
-    tools_block,
-)
+from conversations.context import History, Item, build_context
+from conversations.frame import BLOCK_COST, SAFETY_MARGIN, message_limit, tools_block
 from conversations.models import Conversation, Message
+from conversations.render import transcript
 from gateway import protocols, routing
 from gateway import runtime as runtime_client
 
@@ -297,10 +291,10 @@ def test_a_history_that_fits_goes_in_whole_without_the_history_tools(owner):
     conversation = conversation_with(owner, ["hello", "hi there", "how are you"])
     context = build(conversation, profile(), "fine?")
     assert context.fits
-    assert context.prompt == (
+    assert transcript(context) == (
         "System.\n\nUser: hello\nAssistant: hi there\nUser: how are you\nUser: fine?\nAssistant:"
     )
-    assert "search_history" not in context.prompt
+    assert "search_history" not in transcript(context)
 
 
 def test_the_newest_messages_go_in_and_none_is_split(owner):
@@ -312,19 +306,19 @@ def test_the_newest_messages_go_in_and_none_is_split(owner):
     shown = [item.seq for item in context.recent]
     assert shown == list(range(192, 201))  # contiguous, newest, up to the huge one
     assert context.hidden == 191
-    assert "huge" not in context.prompt
+    assert "huge" not in transcript(context)
     for item in context.recent:
-        assert item.line() in context.prompt
+        assert item.line() in transcript(context)
     assert context.used <= context.budget
 
 
 def test_the_prompt_says_what_is_not_shown_and_offers_the_tools(owner):
     conversation = conversation_with(owner, [f"filler {n} " * 5 for n in range(100)])
     context = build(conversation, profile(), "what now?")
-    assert f"({context.hidden} earlier messages are not shown here." in context.prompt
+    assert f"({context.hidden} earlier messages are not shown here." in transcript(context)
     assert context.hidden == 100 - len(context.recent)
-    assert "- search_history:" in context.prompt
-    assert "- read_history:" in context.prompt
+    assert "- search_history:" in transcript(context)
+    assert "- read_history:" in transcript(context)
 
 
 def test_retrieved_messages_take_their_share_and_are_never_shown_twice(owner):
@@ -335,8 +329,8 @@ def test_retrieved_messages_take_their_share_and_are_never_shown_twice(owner):
     recent = first.recent[-1]
     context = build(conversation, agent, "q", retrieved=[old, recent])
     assert [item.seq for item in context.retrieved] == [5]
-    assert "Earlier in the conversation:\n#5 User: filler 4" in context.prompt
-    assert context.prompt.count(recent.content) == 1
+    assert "Earlier in the conversation:\n#5 User: filler 4" in transcript(context)
+    assert transcript(context).count(recent.content) == 1
     assert context.used <= context.budget
     assert context.search_before == first.search_before
 
@@ -348,7 +342,7 @@ def test_the_summary_is_used_within_its_share(owner):
     )
     context = build(conversation, profile(), "q")
     assert "Summary of the conversation up to message 60:\nThey talked about fillers." in (
-        context.prompt
+        transcript(context)
     )
     assert context.summary_tokens > 0
 
@@ -393,7 +387,7 @@ def test_a_retrieved_message_too_long_for_its_share_is_clipped_around_the_questi
     assert shown.content.startswith("… pad")
     assert "[message cut: about " in shown.content
     assert 'read_history with {"before_seq": 4, "limit": 1} loads it whole]' in shown.content
-    assert shown.line() in context.prompt
+    assert shown.line() in transcript(context)
     assert context.used <= context.budget
     assert context.stats()["clipped"] == [
         {"seq": 3, "part": "retrieved", "tokens": long.tokens, "shown_tokens": shown.tokens}
@@ -419,7 +413,7 @@ def test_a_transcript_profile_is_shown_the_retrieved_messages_last_before_the_qu
     reply = Item(seq=4, role="assistant", content="Nice dog.", tokens=4)
     context = build(conversation, agent, "What is my dog called?", retrieved=[reply, fact])
     assert [item.seq for item in context.retrieved] == [3, 4]
-    assert context.prompt.endswith(
+    assert transcript(context).endswith(
         "\n\nEarlier in the conversation:\n#3 User: My dog is Pixel.\n#4 Assistant: Nice dog."
         "\n\nUser: What is my dog called?\nAssistant:"
     )

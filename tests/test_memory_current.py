@@ -13,6 +13,7 @@ from conversations import arrange, entities, vectors
 from conversations.clipping import clip
 from conversations.history import Item, ago, retrieved_lines
 from conversations.models import Message, MessageEmbedding
+from conversations.render import transcript
 from conversations.retrieval import find_messages
 from conversations.summary import clean_summary
 from tests.test_chat import chat, long_conversation, owner_key, reply_of  # noqa: F401
@@ -79,7 +80,7 @@ def test_the_newest_of_several_hits_about_one_thing_is_marked_and_read_last(owne
     assert [(item.seq, item.mark) for item in arranged] == [(41, "most recent"), (3, "")]
     agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
     context = build(conversation, agent, "Where do I live now?", retrieved=arranged)
-    block = context.prompt.split("Earlier in the conversation:\n")[1].split("\n\n")[0]
+    block = transcript(context).split("Earlier in the conversation:\n")[1].split("\n\n")[0]
     assert block.splitlines() == [
         "#3 (3 months ago) User: I live in Lyon.",
         "…",
