@@ -39,6 +39,12 @@ class AgentProfile(models.Model):
         help_text="What task jobs' prompts start with (the system prompt when blank): the "
         "system prompt of chats may carry an example conversation that a task has no use for.",
     )
+    unknown_reply = models.CharField(
+        max_length=200,
+        default="I don't know.",
+        help_text="A chat's reply when the model's answers, asked again, kept borrowing from "
+        "the prompt (its example's facts, the previous reply, a value the user never gave).",
+    )
     context_window = models.PositiveIntegerField(
         default=2048, help_text="Tokens the model can read: prompt and answer together."
     )

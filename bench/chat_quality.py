@@ -24,6 +24,11 @@ unless one answers there already) and talks to it over HTTP only:
   ``User:``/``Assistant:`` turn, a tool list, a tool call echo) is reported, and the
   share wrapped in quotes, and apart from them the share with a later line in another
   speaker's name ("Marta: Yes, ...").
+* **Borrowed replies** (goal 0). Stored replies that name a fact of the default profile's
+  example conversation (its friend Tom, bike, shed, sunny day, walk) which the user never
+  said in that conversation; replies that are the previous reply again while the user
+  said something else; and answers to the fact questions that are wrong without saying
+  they do not know (they contradict what the user said).
 * **Arithmetic.** Task jobs such as "What is 17 * 23?" via ``/agent/job/start``; a reply
   is exact when it contains the exact result.
 
@@ -188,6 +193,14 @@ INVENTED = re.compile(
 # another speaker (counted apart from INVENTED, which earlier figures used).
 SPEAKER = re.compile(r"\n\s*[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?:[ \t]+\S")
 QUOTED = re.compile(r'^\s*(["“\'])[\s\S]*(["”\'])\s*$')
+# The facts of the default profile's example conversation (agents/migrations/0005).
+EXAMPLE_FACTS = ("friend", "tom", "bike", "shed", "sunny", "walk")
+# A reply that says it does not know rather than answering.
+ABSTAINS = re.compile(
+    r"\b(?:don'?t know|do not know|not sure|no idea|(?:can'?t|cannot) (?:say|tell|remember)"
+    r"|didn'?t (?:tell|say|mention)|haven'?t (?:told|said|mentioned))",
+    re.IGNORECASE,
+)
 JOB_TIMEOUT = 300.0
 
 
@@ -239,9 +252,12 @@ class Service:
             raise RuntimeError(f"/agent/job/start answered {answer}")
         return self.wait(answer["data"]["job_id"])
 
-    def replies(self, conversation_id: str) -> list[str]:
+    def messages(self, conversation_id: str) -> list[tuple[str, str]]:
         data = self.call("GET", f"/agent/conversation/{conversation_id}")["data"]
-        return [m["content"] for m in data["messages"] if m["role"] == "assistant"]
+        return [(m["role"], m["content"]) for m in data["messages"]]
+
+    def replies(self, conversation_id: str) -> list[str]:
+        return [text for role, text in self.messages(conversation_id) if role == "assistant"]
 
 
 def reply_text(job: dict) -> str:
@@ -272,6 +288,38 @@ def contains(reply: str, answer: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", reply, re.IGNORECASE) is not None
 
 
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, list[str]]:
+    """Replies of one conversation that name an example fact the user never said in it,
+    and replies that are the previous reply again while the user said something else."""
+    example = repeat = 0
+    told: set[str] = set()
+    asked = previous = previous_asked = None
+    shown: list[str] = []
+    for role, text in messages:
+        if role == "user":
+            told.update(words(text))
+            asked = text
+            continue
+        copied = (set(words(text)) & set(EXAMPLE_FACTS)) - told
+        again = previous is not None and words(text) == words(previous)
+        again = again and words(asked or "") != words(previous_asked or "")
+        example += bool(copied)
+        repeat += again
+        if copied or again:
+            shown.append(text[:120])
+        previous, previous_asked = text, asked
+    return example, repeat, shown
+
+
+def wrong(reply: str, answer: str) -> bool:
+    """A wrong answer that does not say it does not know: it contradicts the user."""
+    return not contains(reply, answer) and not ABSTAINS.search(reply)
+
+
 def last_prompt(job: dict) -> str:
     """What the reply's last model call was sent: the transcript, or the chat messages."""
     calls = [s for s in job.get("steps", []) if s["kind"] == "model_call"]
@@ -285,6 +333,7 @@ def run_pairs(
     service: Service, pairs: list[tuple[str, str, str]], deadline: float, show_misses: bool = False
 ) -> dict:
     figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
+    figures.update(wrong=0, abstained=0)
     conversations: list[str] = []
     figures["pairs"] = 0
     for index, (fact, question, answer) in enumerate(pairs):
@@ -297,6 +346,8 @@ def run_pairs(
         service.chat(f"in-{index}", SHORT_FILLER)
         inside = service.chat(f"in-{index}", question)
         figures["inside"] += contains(reply_text(inside), answer)
+        figures["wrong"] += wrong(reply_text(inside), answer)
+        figures["abstained"] += bool(ABSTAINS.search(reply_text(inside)))
 
         first = service.chat(f"out-{index}", fact, profile="bench-window")
         fillers = 0
@@ -309,6 +360,8 @@ def run_pairs(
         out_of_window = not fact_in_window(outside)
         figures["out_of_window"] += out_of_window
         figures["outside"] += contains(reply_text(outside), answer)
+        figures["wrong"] += wrong(reply_text(outside), answer)
+        figures["abstained"] += bool(ABSTAINS.search(reply_text(outside)))
         if show_misses and not contains(reply_text(outside), answer):
             print(f"--- missed, the prompt:\n{last_prompt(outside)}\n---", flush=True)
         figures["outside_in_prompt"] += fact_in_prompt(outside, fact)
@@ -323,7 +376,15 @@ def run_pairs(
             f" {reply_text(outside)[:60]!r}",
             flush=True,
         )
-    replies = [text for cid in conversations if cid for text in service.replies(cid)]
+    talks = [service.messages(cid) for cid in conversations if cid]
+    replies = [text for talk in talks for role, text in talk if role == "assistant"]
+    figures["example"] = figures["repeat"] = 0
+    figures["borrowed_examples"] = []
+    for talk in talks:
+        example, repeat, shown = borrowed(talk)
+        figures["example"] += example
+        figures["repeat"] += repeat
+        figures["borrowed_examples"] += shown
     figures["replies"] = len(replies)
     figures["invented"] = sum(bool(INVENTED.search(text)) for text in replies)
     figures["quoted"] = sum(bool(QUOTED.match(text)) for text in replies)
@@ -397,6 +458,16 @@ def report(
         f" {share(figures['speaker'], figures['replies'])}"
     )
     print(f"  stored replies wrapped in quotes:     {share(figures['quoted'], figures['replies'])}")
+    print("  borrowed replies (goal 0):")
+    print(
+        f"    naming the example's facts:         {share(figures['example'], figures['replies'])}"
+    )
+    print(f"    the previous reply again:           {share(figures['repeat'], figures['replies'])}")
+    print(
+        "    wrong answers that do not say they do not know:"
+        f" {share(figures['wrong'], 2 * pairs)}"
+        f" (answers that say so: {figures['abstained']})"
+    )
     print(f"  arithmetic tasks answered exactly:    {share(exact, arith)}")
     print(f"  arithmetic answers with invented lines: {share(arith_invented, arith)}")
     for example in figures["examples"]:
@@ -432,6 +503,11 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=3600,
         help="start no new fact pair after this long (the figures cover the pairs run)",
+    )
+    parser.add_argument(
+        "--show-borrowed",
+        action="store_true",
+        help="print the borrowed replies (never on the held-out pairs before the final run)",
     )
     parser.add_argument(
         "--show-misses",
@@ -481,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
         arith_invented,
         len(tasks),
     )
+    if args.show_borrowed:
+        for text in figures["borrowed_examples"]:
+            print(f"    borrowed: {text!r}")
     print(f"  ({time.monotonic() - started:.0f} s)")
     return 0
 

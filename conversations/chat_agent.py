@@ -21,7 +21,11 @@
    again. At most ``profile.max_steps`` model calls; the last one is offered no tools. Any
    other text is the reply, cleaned of what the model invented around it
    (``agents.replies``; the raw text stays in the ``model_call`` step); a reply that is
-   empty once cleaned is asked again.
+   empty once cleaned is asked again, with sampling. So is a reply that borrows from the
+   prompt's scaffolding rather than answering (the example conversation's facts, the
+   previous reply again, a value the user never gave: ``conversations.borrowing``), up to
+   ``BORROWED_RETRIES`` times; then the profile's ``unknown_reply`` ("I don't know.") is
+   the reply.
 4. **Store.** The reply is stored once (a service); then, when enough history slid out of
    the window, the oldest of it is folded into the rolling summary (a ``model_call`` step
    named ``summarize``).
@@ -38,12 +42,16 @@ from agents.kinds import agent
 from agents.models import Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
+from conversations.borrowing import borrowed
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
 from conversations.models import Message, Role
 from conversations.selectors import conversation_get, messages_of_job
 from core.exceptions import DomainError
 from gateway import embeddings
+
+# Retries of a reply that borrowed from the prompt before the profile's unknown_reply.
+BORROWED_RETRIES = 2
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
@@ -80,6 +88,26 @@ def first_context(job: Job) -> Steps:
     return (yield from turn.prepare(offer_tools=True))
 
 
+def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Steps:
+    """The reply to store: ``text``; or, when it borrows from the prompt rather than
+    answering (``conversations.borrowing``), None to ask again, or the profile's
+    ``unknown_reply`` once ``BORROWED_RETRIES`` retries are spent or on the last allowed
+    call. A note says what was borrowed."""
+    found = borrowed(text, context, turn.profile.system_prompt)
+    if found is None:
+        return text
+    turn.borrowed += 1
+    yield Note(
+        "reply_borrowed",
+        {"problem": found.describe(), "kind": found.problem, "words": list(found.words),
+         "reply": text},
+    )  # fmt: skip
+    if not last and turn.borrowed <= BORROWED_RETRIES:
+        return None
+    yield Note("reply_replaced", {"reply": turn.profile.unknown_reply})
+    return turn.profile.unknown_reply
+
+
 def answer(turn: ChatTurn) -> Steps:
     """The model's reply to the turn, cleaned: ``(context, reply)`` (see the module)."""
     profile, max_steps = turn.profile, turn.profile.max_steps
@@ -111,7 +139,12 @@ def answer(turn: ChatTurn) -> Steps:
         if cleaned.removed:
             yield Note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
         if cleaned.text:
-            return context, cleaned.text
+            last = round_number == max_steps
+            reply = yield from _checked(turn, context, cleaned.text, last=last)
+            if reply is not None:
+                return context, reply
+            retry = True
+            continue
         problem = "Nothing was left of the answer once cleaned." if text.strip() else None
         yield Note("unusable_answer", {"problem": problem or "The answer was empty."})
         retry = True

@@ -48,6 +48,7 @@ class ChatTurn:
         self.enabled = list(self.profile.tools)
         self.focus = keywords(own.content)
         self.now = own.created_at
+        self.borrowed = 0  # replies that borrowed from the prompt (``chat_agent``)
 
     # --- Context -----------------------------------------------------------------------------
 

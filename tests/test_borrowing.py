@@ -1,0 +1,179 @@
+"""Replies that borrow from the prompt's scaffolding (its example's facts, the previous reply,
+a value the user never gave) are asked again with sampling, then replaced by the profile's
+"I don't know", whatever the prompt style; against the loopback runtime."""
+
+import pytest
+
+from agents.models import AgentProfile, Step
+from conversations.borrowing import asks_about_the_user, borrowed, example_facts
+from conversations.context import Context, Item
+from tests.test_prompt_styles import chat, chat_profile, reply  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLE = (
+    "You are a helpful assistant.\n\nExample:\n"
+    "User: My friend is called Tom.\nAssistant: Nice to hear about Tom.\n"
+    "User: I keep my bike in the shed.\nAssistant: Good to know."
+)
+
+
+def sampled(body: dict) -> bool:
+    """Whether a generate call asks for sampling (a retry), in either protocol."""
+    options = body.get("options") or {}
+    return options.get("temperature", body.get("temperature")) == 0.7
+
+
+def scripted(greedy: str, retry: str):
+    return lambda prompt, body: retry if sampled(body) else greedy
+
+
+def notes(job, name: str) -> list[dict]:
+    return [s.input for s in Step.objects.filter(job=job, kind="note", name=name).order_by("index")]
+
+
+def temperatures(runtime) -> list[float]:
+    found = []
+    for request in runtime.generate_requests():
+        options = request.body.get("options") or {}
+        found.append(options.get("temperature", request.body.get("temperature")))
+    return found
+
+
+def styled(style: str) -> str:
+    """The profile of a style whose system prompt carries an example conversation."""
+    if style == "transcript":
+        return "default"
+    chat_profile(system_prompt=EXAMPLE, options={"temperature": 0})
+    return "instruct"
+
+
+# --- The detector, on a context ------------------------------------------------------------
+
+
+def context(message: str, *history: str) -> Context:
+    """A context with ``history`` (user and assistant in turn) before ``message``."""
+    recent = [
+        Item(seq=n + 1, role="user" if n % 2 == 0 else "assistant", content=text, tokens=1)
+        for n, text in enumerate(history)
+    ]
+    own = Item(seq=len(history) + 1, role="user", content=message, tokens=1)
+    return Context(budget=100, used=10, fits=True, recent=recent, message=own)
+
+
+def test_the_default_profiles_example_facts_are_the_uncommon_words_of_its_example():
+    default = AgentProfile.objects.get(name="default")
+    assert example_facts(default.system_prompt) == {
+        "friend",
+        "tom",
+        "bike",
+        "shed",
+        "sunny",
+        "walk",
+    }
+    assert example_facts("You are a helpful assistant.") == frozenset()
+
+
+def test_a_reply_with_the_examples_facts_borrows_unless_the_user_said_them():
+    asked = context("Where is my dog?", "I have a dog.", "Good to know.")
+    found = borrowed("I'm sorry, but you don't have a dog in the shed.", asked, EXAMPLE)
+    assert (found.problem, found.words) == ("example", ("shed",))
+    told = context("Where is my bike?", "I keep my bike in the shed.", "Good to know.")
+    assert borrowed("You keep your bike in the shed.", told, EXAMPLE) is None
+
+
+def test_the_previous_reply_again_borrows_unless_the_user_asked_the_same_again():
+    again = context("I also have a dog.", "I have a cat.", "Good to know.")
+    assert borrowed("Good to know!", again, EXAMPLE).problem == "repeat"
+    same = context("What is my cat called?", "My cat is Tom.", "Your cat is Tom.")
+    same.recent.append(Item(seq=3, role="user", content="What is my cat called?", tokens=1))
+    same.recent.append(Item(seq=4, role="assistant", content="Your cat is Tom.", tokens=1))
+    assert borrowed("Your cat is Tom.", same, "") is None
+
+
+def test_an_answer_about_the_user_that_names_only_what_they_never_said_borrows():
+    asked = context("Which hue do I like best?", "My favourite colour is teal.", "Nice.")
+    found = borrowed("I like blue.", asked, "")
+    assert (found.problem, found.words) == ("unsupported", ("blue",))
+    assert borrowed("You like teal best.", asked, "") is None
+    assert borrowed("Teal, the colour of the sea.", asked, "") is None
+    assert borrowed("I don't know.", asked, "") is None
+    dog = context("What is my dog called?", "My dog is called Pixel.", "Nice.")
+    assert borrowed("Your dog is called Max.", dog, "").words == ("max",)
+    assert borrowed("Your dog is called Pixel.", dog, "") is None
+    # Not a question about the user: the reply may name what it likes.
+    weather = context("Tell me something nice about the weather.")
+    assert borrowed("Sunny days in May are lovely.", weather, "") is None
+
+
+@pytest.mark.parametrize(
+    ("message", "about_the_user"),
+    [
+        ("Which hue do I like best?", True),
+        ("what is my locker code", True),
+        ("Where was I born?", True),
+        ("Tell me something nice about the weather.", False),
+        ("My dog is called Pixel.", False),
+        ("What is the capital of France?", False),
+    ],
+)
+def test_a_question_about_the_user_is_one_that_asks_about_their_own(message, about_the_user):
+    assert asks_about_the_user(message) is about_the_user
+
+
+# --- Through the chat, in both prompt styles ------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_a_reply_with_the_examples_facts_is_asked_again_with_sampling(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = scripted("I'm sorry, but you don't have a bike in the shed.", "Noted.")
+    job = chat("I have a dog.", profile=profile)
+    assert reply(job) == "Noted."
+    [note] = notes(job, "reply_borrowed")
+    assert note["kind"] == "example" and note["words"] == ["bike", "shed"]
+    assert note["reply"] == "I'm sorry, but you don't have a bike in the shed."
+    assert temperatures(runtime) == [0, 0.7]
+    assert notes(job, "reply_replaced") == []
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_a_reply_that_repeats_the_previous_one_is_asked_again(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = scripted("Good to know.", "A dog too, how nice.")
+    assert reply(chat("I have a cat.", profile=profile)) == "Good to know."
+    job = chat("I also have a dog.", profile=profile)
+    assert reply(job) == "A dog too, how nice."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["repeat"]
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_a_reply_that_contradicts_the_user_is_asked_again(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("My favourite colour is teal.", profile=profile)
+    runtime.script = scripted("I like blue.", "You like teal best.")
+    job = chat("Which hue do I like best?", profile=profile)
+    assert reply(job) == "You like teal best."
+    [note] = notes(job, "reply_borrowed")
+    assert (note["kind"], note["words"]) == ("unsupported", ["blue"])
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_a_reply_that_keeps_borrowing_becomes_the_profiles_unknown_reply(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    AgentProfile.objects.filter(name=profile).update(unknown_reply="Sorry, I cannot say.")
+    runtime.script = lambda prompt, body: "Nice."
+    chat("My favourite colour is teal.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "I like blue."
+    job = chat("Which hue do I like best?", profile=profile)
+    assert reply(job) == "Sorry, I cannot say."
+    assert len(notes(job, "reply_borrowed")) == 3  # the first answer and two retries
+    assert notes(job, "reply_replaced") == [{"reply": "Sorry, I cannot say."}]
+    assert temperatures(runtime) == [0, 0.7, 0.7]
+
+
+def test_the_unknown_reply_says_i_dont_know_by_default():
+    assert AgentProfile.objects.get(name="default").unknown_reply == "I don't know."
+    assert chat_profile().unknown_reply == "I don't know."
