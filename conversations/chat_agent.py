@@ -52,6 +52,7 @@ from gateway import embeddings
 
 # Retries of a reply that borrowed from the prompt before the profile's unknown_reply.
 BORROWED_RETRIES = 2
+UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
@@ -104,8 +105,9 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
     )  # fmt: skip
     if not last and turn.borrowed <= BORROWED_RETRIES:
         return None
-    yield Note("reply_replaced", {"reply": turn.profile.unknown_reply})
-    return turn.profile.unknown_reply
+    instead = turn.profile.unknown_reply.strip() or UNKNOWN_REPLY
+    yield Note("reply_replaced", {"reply": instead})
+    return instead
 
 
 def answer(turn: ChatTurn) -> Steps:
