@@ -39,7 +39,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 if str(BASE_DIR) not in sys.path:  # also runnable as `python scripts/run.py`
     sys.path.insert(0, str(BASE_DIR))
 
-from scripts import embedded_runtime, supervisor  # noqa: E402
+from scripts import embedded_runtime, static_files, supervisor  # noqa: E402
 
 DEMO_KEY_NAME = "demo"
 DEMO_SCOPES = ("model", "agent")
@@ -146,15 +146,15 @@ def ensure_demo_key(path: Path) -> tuple[str, bool]:
 
 
 def prepare(say) -> tuple[str, Path]:
-    """Migrates, collects static files, ensures the demo key; returns it and its file."""
+    """Migrates, collects static files (when changed), ensures the demo key; returns the
+    key and its file."""
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connections
 
     say("migrating the database")
     call_command("migrate", interactive=False, verbosity=0)
-    say("collecting static files")
-    call_command("collectstatic", interactive=False, verbosity=0)
+    static_files.collect(say)
     clear_metrics(settings.METRICS_DIR)
     key_path = settings.VAR_DIR / "demo_key"
     plain, created = ensure_demo_key(key_path)

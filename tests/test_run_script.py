@@ -409,3 +409,29 @@ def test_the_embedded_runtime_does_not_inherit_what_would_reconfigure_it():
         "GGML_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
     }
+
+
+def test_static_files_are_collected_again_only_when_a_source_changed(tmp_path, settings):
+    from scripts import static_files
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "app.css").write_text("body {}")
+    settings.STATICFILES_DIRS = [source]
+    settings.STATIC_ROOT = tmp_path / "static"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    said: list[str] = []
+    static_files.collect(said.append)
+    assert said == ["collecting static files"]
+    assert (tmp_path / "static" / "app.css").read_text() == "body {}"
+    static_files.collect(said.append)
+    assert said == ["collecting static files"]  # nothing changed: not collected again
+    (source / "app.css").write_text("body { color: teal }")
+    later = time.time() + 5  # collectstatic copies a file newer by a whole second
+    os.utime(source / "app.css", (later, later))
+    static_files.collect(said.append)
+    assert said == ["collecting static files"] * 2
+    assert (tmp_path / "static" / "app.css").read_text() == "body { color: teal }"
