@@ -479,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
     parser.add_argument("--pairs", type=int, default=len(PAIRS), help="fact pairs to run")
     parser.add_argument(
+        "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
+    )
+    parser.add_argument(
         "--pair-set",
         choices=("held-out", "tuning"),
         default="held-out",
@@ -543,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
-            pairs = (PAIRS if args.pair_set == "held-out" else TUNING_PAIRS)[: args.pairs]
+            chosen = PAIRS if args.pair_set == "held-out" else TUNING_PAIRS
+            pairs = chosen[args.skip_pairs :][: args.pairs]
             print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
             figures = run_pairs(service, pairs, started + args.max_seconds, args.show_misses)
             tasks = ARITHMETIC[: args.arithmetic]
