@@ -140,11 +140,15 @@ class Job(models.Model):
     # and that request's W3C traceparent when traces are on (core.tracing).
     request_id = models.CharField(max_length=128, blank=True, default="")
     trace_context = models.CharField(max_length=64, blank=True, default="")
+    # Where the job stands in the fair order of claims across owners (agents.fairness).
+    fair_key = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ("-created_at",)
         indexes = [
             models.Index(fields=("owner", "-created_at"), name="job_owner_created"),
+            models.Index(fields=("status", "fair_key", "created_at"), name="job_status_fair"),
+            models.Index(fields=("owner", "status", "fair_key"), name="job_owner_status_fair"),
             models.Index(fields=("status", "lease_expires_at"), name="job_status_lease"),
             models.Index(
                 fields=("conversation", "status", "created_at"), name="job_conversation_status"

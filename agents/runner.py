@@ -24,17 +24,18 @@ def new_token() -> str:
 
 
 def claim(job_id: str) -> tuple[Job, str] | None:
-    """Claims the job for a new lease token; None when this delivery cannot (a duplicate or
-    late delivery finds the job claimed or over, a chat waits for the earlier one)."""
+    """Claims, for a new lease token, the fairest queued job that can run now, which need
+    not be ``job_id`` (``agents.fairness``); None when there is none (a duplicate or late
+    delivery finds its job claimed or over, a chat waits for the earlier one)."""
     token = new_token()
-    job = services.job_claim(job_id, token=token)
+    job = services.job_claim_next(job_id, token=token)
     return None if job is None else (job, token)
 
 
 def run_job(job_id: str) -> str:
-    """Runs the job if this delivery can claim it; returns what happened (for the queue log).
-
-    A duplicate or late delivery finds the job claimed or over and returns at once.
+    """Runs the job this delivery claims (the fairest that can run, see :func:`claim`);
+    returns what happened (for the queue log). A duplicate or late delivery that finds
+    nothing to claim returns at once.
     """
     claimed = claim(job_id)
     if claimed is None:

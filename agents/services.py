@@ -21,7 +21,7 @@ from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import webhooks
+from agents import fairness, webhooks
 from agents.models import (
     ACTIVE,
     TERMINAL,
@@ -137,6 +137,7 @@ def job_create(
         else [],
         request_id=requestid.current(),
         trace_context=tracing.traceparent(),
+        fair_key=fairness.fair_key(api_key.owner_id),
     )
     transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job
@@ -233,6 +234,17 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
         waited = (now - job.enqueued_at).total_seconds()
         metrics.JOB_QUEUE_WAIT.labels(job.kind).observe(max(0.0, waited))
     return Job.objects.select_related("profile", "api_key").get(pk=job_id)
+
+
+def job_claim_next(delivered_id: str, *, token: str) -> Job | None:
+    """What a wake-up claims: the fairest queued job that can run now (``agents.fairness``),
+    else the job it was sent for, else None. Any wake-up may take any job: each job keeps
+    one on the way, the reaper sends a lost one again, and a duplicate finds nothing."""
+    for job_id in dict.fromkeys((*fairness.candidates(), delivered_id)):
+        job = job_claim(job_id, token=token)
+        if job is not None:
+            return job
+    return None
 
 
 def job_renew_lease(job_id: str, *, token: str) -> bool:
