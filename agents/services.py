@@ -238,13 +238,22 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
 
 def job_claim_next(delivered_id: str, *, token: str) -> Job | None:
     """What a wake-up claims: the fairest queued job that can run now (``agents.fairness``),
-    else the job it was sent for, else None. Any wake-up may take any job: each job keeps
-    one on the way, the reaper sends a lost one again, and a duplicate finds nothing."""
+    else the job it was sent for, else None. A wake-up that took another job sends the
+    one it was sent for again when that job is still queued and may run, so that no job
+    is left without a wake-up on the way (a duplicate finds nothing, or the fairest)."""
     for job_id in dict.fromkeys((*fairness.candidates(), delivered_id)):
         job = job_claim(job_id, token=token)
         if job is not None:
+            if job_id != delivered_id:
+                _pass_on(delivered_id)
             return job
     return None
+
+
+def _pass_on(job_id: str) -> None:
+    job = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
+    if job is not None and not (job.kind == JobKind.CHAT and _earlier_chat_waiting(job)):
+        job_enqueue(job_id)
 
 
 def job_renew_lease(job_id: str, *, token: str) -> bool:

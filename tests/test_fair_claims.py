@@ -104,3 +104,14 @@ def test_chats_of_one_conversation_still_wait_their_turn(make_key, api_client):
     assert claimed_by(second) == bobs
     assert claimed_by(bobs) is None
     assert Job.objects.get(pk=second).status == JobStatus.QUEUED
+
+
+def test_a_wakeup_that_took_another_job_sends_its_own_again(make_key):
+    alice, bob = owners(make_key, "alice", "bob")
+    backlog = start(alice, 2)
+    assert claimed_by(backlog[0]) == backlog[0]
+    (bobs,) = start(bob)
+    before = Job.objects.get(pk=backlog[1]).enqueued_at
+    assert claimed_by(backlog[1]) == bobs
+    # Alice's job keeps a wake-up on the way: the one sent for it took Bob's job.
+    assert Job.objects.get(pk=backlog[1]).enqueued_at > before
