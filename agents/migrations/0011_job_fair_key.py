@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agents", "0009_webhooks")]
+    dependencies = [("agents", "0010_profile_unknown_reply")]
 
     operations = [
         migrations.AddField(
