@@ -210,10 +210,14 @@ JOB=$(curl -s {base_url}/agent/chat -H {auth} {json_type} \\
 # The job: status, steps and, once finished, final_result.message.content (repeat until finished).
 curl -s {base_url}/agent/job/$JOB -H {auth}
 
-# A task job, and the configured runtimes:
-curl -s {base_url}/agent/job/start -H {auth} {json_type} \\
-  -d '{task_body}'
+# A task job (its status as above), and a cancel (a finished job answers 409):
+JOB=$(curl -s {base_url}/agent/job/start -H {auth} {json_type} \\
+  -d '{task_body}' | {pick}); echo "$JOB"
+curl -s -X POST {base_url}/agent/job/$JOB/cancel -H {auth}
+
+# The configured runtimes, and an admin user for {base_url}/admin/:
 .venv/bin/python manage.py check_runtime --generate
+.venv/bin/python manage.py createsuperuser
 
 """
 

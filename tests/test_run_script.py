@@ -91,6 +91,7 @@ def test_the_printed_curl_lines_are_valid_shell_and_json(tmp_path):
     assert body["prompt"] == "Q: What is the capital of France?\nA:"
     assert "/agent/chat -H 'Authorization: Bearer llmgw_k_s'" in text
     assert "/agent/job/$JOB" in text
+    assert "curl -s -X POST http://127.0.0.1:8000/agent/job/$JOB/cancel" in text
 
 
 # --- The demo key -------------------------------------------------------------------------
