@@ -20,9 +20,11 @@ def post(server: tuple[str, int], body: dict) -> tuple[int, dict]:
 
 def hold_slow_calls(runtime, settings) -> threading.Event:
     """Calls whose prompt is "slow" are held by the runtime until the event is set; other
-    prompts are answered "quick" at once. The read timeout leaves time for all of them to
-    arrive on a busy machine."""
+    prompts are answered "quick" at once. The connect and read timeouts leave time for all
+    of them to arrive on a busy machine (64 connects at once on a starved event loop can
+    take longer than the default 3 s to be seen through: they were answered 502)."""
     settings.RUNTIME_READ_TIMEOUT = 60.0
+    settings.RUNTIME_CONNECT_TIMEOUT = 60.0
     release = threading.Event()
 
     def script(prompt: str, body: dict) -> str:
