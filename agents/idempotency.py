@@ -31,7 +31,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import IdempotencyKey
-from core.db import retry_if_dropped_at_commit
+from core.db import run_again_if_dropped_at_commit
 from core.errors import to_answer
 from core.exceptions import (
     DomainError,
@@ -71,7 +71,7 @@ def respond(request: Request, work: Callable[[], Done]) -> HttpResponse:
         path=request.path,
         fingerprint=fingerprint(request.method, request.path, request.body),
     )
-    return retry_if_dropped_at_commit(lambda: call.attempt(work), committed=call.committed)
+    return run_again_if_dropped_at_commit(lambda: call.attempt(work), committed=call.committed)
 
 
 def check_key(key: str) -> None:

@@ -7,12 +7,14 @@ import time
 import uuid
 from typing import Any
 
+from django.db import connection
+
 from agents import kinds, recovery, services, worker
 from agents.actions import Steps
 from agents.context import AgentFailure, JobCancelled, JobContext, JobInterrupted
 from agents.models import Job
 from core import metrics, requestid, tracing
-from core.db import is_connection_loss, replace_if_dropped
+from core.db import is_connection_loss
 from core.errors import error_id
 from core.exceptions import DomainError
 
@@ -100,7 +102,7 @@ def _run_claimed(job: Job, token: str) -> str:
         if is_connection_loss(exc):
             # Nothing wrong with the job: it runs again at once, on a new connection.
             logger.warning("Job %s: its database connection was dropped; putting it back", job_id)
-            replace_if_dropped()
+            connection.close()
             return recovery.job_release(job, token=token) or "lease lost"
         logger.exception("Job %s crashed", job_id)
         services.job_fail(job, token=token, error=f"internal_error: {type(exc).__name__}: {exc}")

@@ -34,7 +34,7 @@ from agents.models import (
 )
 from agents.selectors import profile_get
 from core import metrics, requestid, tracing
-from core.db import retry_if_dropped, retry_if_dropped_at_commit
+from core.db import run_again_if_dropped_at_commit
 from core.exceptions import JobNotCancellable, TooManyJobs
 from core.http import storable
 from core.ids import new_job_id
@@ -166,7 +166,7 @@ def task_start(
     """Starts a task job with the named profile (the default when None). Returns once the
     job is committed and its wake-up sent: the transaction ends before the return. A
     dropped connection, even one that cut the commit, starts the job once."""
-    profile = retry_if_dropped(profile_get, profile_name)  # a read: safe to repeat
+    profile = profile_get(profile_name)
     job_id = new_job_id()
 
     def start() -> Job:
@@ -184,7 +184,7 @@ def task_start(
                 webhook_events=webhook_events,
             )
 
-    return retry_if_dropped_at_commit(start, committed=lambda: job_committed(job_id))
+    return run_again_if_dropped_at_commit(start, committed=lambda: job_committed(job_id))
 
 
 # --- Claiming and holding ----------------------------------------------------------------
@@ -206,9 +206,8 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
     only when no earlier one waits, and the database's partial unique index
     ``one_active_chat_per_conversation`` refuses a second active chat whatever happens.
     ``started_at`` stays the first attempt's start; ``attempts`` counts the claims.
-    A claim whose first read meets a dropped database connection reconnects.
     """
-    job = retry_if_dropped(Job.objects.filter(pk=job_id).first)
+    job = Job.objects.filter(pk=job_id).first()
     if job is None or job.status != JobStatus.QUEUED:
         return None
     if job.kind == JobKind.CHAT and _earlier_chat_waiting(job):

@@ -20,7 +20,6 @@ from agents.serializers import (
     JobStatusResponseSerializer,
     WebhookSecretResponseSerializer,
 )
-from core.db import retry_if_dropped_before_commit
 from core.schema import (
     AGENT_KEY,
     ANY_ENDPOINT,
@@ -85,7 +84,6 @@ class JobDetailView(AgentAPIView):
         },
         examples=JOB_STATUS,
     )
-    @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, job_id: str) -> Response:
         job = selectors.job_get_for_owner(job_id=job_id, owner_id=request.auth.owner_id)
         return Response(JobStatusResponseSerializer(job).data)
@@ -116,7 +114,6 @@ class JobCancelView(AgentAPIView):
         ),
         examples=JOB_CANCEL,
     )
-    @retry_if_dropped_before_commit  # idempotent: a second run finds the status it set
     def post(self, request: Request, job_id: str) -> HttpResponse:
         return respond(request, lambda: self.cancel(request, job_id))
 

@@ -166,13 +166,12 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     _db["CONN_MAX_AGE"] = None
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    # Django's backend, made safe in django-q2's forked worker processes.
-    _db["ENGINE"] = "config.postgresql"
     # A pool per process (psycopg_pool): at most DB_POOL_MAX_SIZE connections, however many
     # requests are in flight; a request holds one only while it runs statements. 0 = no
     # pool: one connection per thread, kept DB_CONN_MAX_AGE seconds.
     _pool_max = env_int("DB_POOL_MAX_SIZE", 8, minimum=0)
-    # Off, a connection the server dropped fails one request before it is replaced.
+    # Each connection is checked before a request uses it (off, a connection the server
+    # dropped fails one request before it is replaced).
     _db["CONN_HEALTH_CHECKS"] = env_bool("DB_CONN_HEALTH_CHECKS", True)
     if _pool_max:
         _db["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
@@ -187,6 +186,9 @@ else:
     raise ImproperlyConfigured("DATABASE_URL must be a sqlite:// or postgres:// URL")
 _db["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME") or None}
 DATABASES = {"default": _db}
+# Seconds between two checks of the idle connections of a process's pool (core.db): after
+# the server dropped them, the next request gets a new one within about this long.
+DB_POOL_CHECK_SECONDS = env_float("DB_POOL_CHECK_SECONDS", 1.0, minimum=0.1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache ----------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from agents.selectors import profile_get
 from conversations import tokens
 from conversations.frame import message_limit
 from conversations.models import Conversation, Message, OnBusy, Role
-from core.db import retry_if_dropped, retry_if_dropped_at_commit
+from core.db import run_again_if_dropped_at_commit
 from core.exceptions import ConversationBusy, InvalidInput
 from core.ids import new_job_id
 
@@ -87,7 +87,7 @@ def chat_request(
     (llama.cpp) would make this request wait behind a generation. It over-counts; the
     worker recounts the message with the tokenizer before it builds the context.
     """
-    profile = retry_if_dropped(profile_get, profile_name)  # a read: safe to repeat
+    profile = profile_get(profile_name)
     prompt_tokens = tokens.estimate(prompt)
     limit = message_limit(profile)
     if prompt_tokens > limit:
@@ -121,7 +121,7 @@ def chat_request(
         job = jobs.job_committed(job_id)
         return None if job is None else (job.conversation, job)
 
-    return retry_if_dropped_at_commit(start, committed=committed)
+    return run_again_if_dropped_at_commit(start, committed=committed)
 
 
 @transaction.atomic

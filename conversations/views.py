@@ -13,7 +13,6 @@ from conversations.serializers import (
     ConversationQuerySerializer,
     ConversationResponseSerializer,
 )
-from core.db import retry_if_dropped_before_commit
 from core.schema import (
     AGENT_KEY,
     ANY_ENDPOINT,
@@ -97,7 +96,6 @@ class ConversationDetailView(AgentAPIView):
         ),
         examples=CONVERSATION,
     )
-    @retry_if_dropped_before_commit  # reads only: safe to run again
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_get_for_owner(
             conversation_id=conversation_id, owner_id=request.auth.owner_id

@@ -9,6 +9,7 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
-        from core import tracing
+        from core import db, tracing
 
+        db.watch_pools()
         tracing.configure()  # off unless OTEL_EXPORTER_OTLP_ENDPOINT is set

@@ -1,22 +1,31 @@
 """Database connections that the server dropped: noticed, replaced, and the work done once more.
 
 A database restart, a failover or ``pg_terminate_backend`` cuts every connection at once.
-Django notices a dead connection only through the health check when a request takes one,
-which a worker process or a thread of our own never runs, and a connection may be cut while
-a request holds it. So a statement on a dropped connection fails. Here that statement is
-retried once, on a new connection, when it is safe to: outside a transaction (inside one,
-the transaction's earlier work is gone with the connection) and only when the connection
-really is gone (a round trip says so), never for errors of the statement itself. When the
-database stays out of reach, :func:`is_database_unavailable` makes it a 503.
+
+- Idle in a pool: the pool checks each connection it hands out (``CONN_HEALTH_CHECKS``)
+  and a thread per process checks its idle ones every ``DB_POOL_CHECK_SECONDS``
+  (:func:`check_pools_now_and_then`): psycopg_pool waits 1, 2, 4 ... s between two dead
+  ones of one request, so meeting all of a pool's one by one would hold the request for its
+  whole pool timeout.
+- Held by a request while cut: the request's database work runs again on a new
+  connection (:func:`run_again_if_dropped`, at the entry points: ``gateway.dbthread`` for the
+  async views, ``agents.api.AgentAPIView`` for the agent API), when it is safe to: outside a
+  transaction, and only for a lost connection, never for errors of a statement itself.
+- Cut at a commit: the outcome is unknown; :func:`run_again_if_dropped_at_commit` settles
+  it for the services that start work.
+- Out of reach: :func:`is_database_unavailable` makes it a 503 (``core.errors``).
 """
 
-import functools
 import logging
+import os
+import threading
+import time
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connections
+from django.db.backends.signals import connection_created
 
 logger = logging.getLogger(__name__)
 
@@ -24,19 +33,59 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _dropped(alias: str) -> bool:
-    """Whether the connection of ``alias`` is open but no longer answers (one round trip)."""
-    connection = connections[alias]
-    return connection.connection is not None and not connection.is_usable()
+def watch_pools() -> None:
+    """At start-up (``CoreConfig.ready``), when the database has a pool: its idle connections
+    checked now and then, and no pool inherited across a fork."""
+    if any(connections.settings[alias].get("OPTIONS", {}).get("pool") for alias in connections):
+        connection_created.connect(check_pools_now_and_then)
+        os.register_at_fork(before=close_pools)
 
 
-def close_dropped_connections() -> None:
-    """Closes this thread's connections that no longer answer, outside transactions, so that
-    the next statement opens a new one. A worker calls it before each task."""
-    for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block and _dropped(connection.alias):
-            logger.warning("Database connection %r was dropped; replacing it", connection.alias)
-            _replace(connection)
+def check_pools_now_and_then(sender=None, connection=None, **kwargs) -> None:
+    """A ``connection_created`` receiver: notes the pool the connection came from, and
+    starts this process's checker of its pools' idle connections, once per process (a
+    forked child has no thread of its parent's)."""
+    global _checker_pid
+    pool = connection.pool if connection is not None else None
+    if pool is not None:
+        _pools[connection.alias] = pool
+    if _checker_pid == os.getpid():
+        return
+    with _checker_lock:
+        if _checker_pid != os.getpid():
+            _checker_pid = os.getpid()
+            threading.Thread(target=_check_pools, name="db-pool-check", daemon=True).start()
+
+
+_pools: dict = {}  # alias: the pool its last connection came from
+_checker_pid: int | None = None
+_checker_lock = threading.Lock()
+
+
+def _check_pools() -> None:
+    """Every ``DB_POOL_CHECK_SECONDS``: the pool's public ``check()``, which replaces the
+    idle connections the server dropped. The pool also checks each one it hands out
+    (``CONN_HEALTH_CHECKS``), but waits 1, 2, 4 ... s between two dead ones, and after a
+    drop an idle process's pool holds only dead ones."""
+    while True:
+        time.sleep(settings.DB_POOL_CHECK_SECONDS)
+        for alias, pool in list(_pools.items()):
+            try:
+                if not pool.closed:
+                    pool.check()
+            except Exception:  # a pool closed meanwhile, or no server: the next round
+                logger.debug("Checking the pool of %r failed", alias, exc_info=True)
+
+
+def close_pools() -> None:
+    """Closes this process's connection pools (Django's public ``close_pool()``): run
+    before a fork, so that a child (django-q2 forks its workers) never inherits a pool
+    whose connections are the parent's sockets and whose threads it does not have. Both
+    processes open a pool of their own when they next need one."""
+    release_pooled_connections()  # this thread's: the child must not inherit them either
+    for alias in connections:
+        if connections.settings[alias].get("OPTIONS", {}).get("pool"):
+            connections[alias].close_pool()
 
 
 def release_pooled_connections() -> None:
@@ -50,39 +99,20 @@ def release_pooled_connections() -> None:
             connection.close()
 
 
-def retry_if_dropped(
-    func: Callable[P, T], *args: P.args, using: str = DEFAULT_DB_ALIAS, **kwargs: P.kwargs
-) -> T:
-    """``func(*args, **kwargs)``, run once more on a new connection if the first run met a
-    connection the server had dropped. ``func`` must be safe to repeat: a read, or one
-    statement in autocommit mode that the dropped connection cannot have committed."""
-    try:
-        return func(*args, **kwargs)
-    except (OperationalError, InterfaceError):
-        if connections[using].in_atomic_block or not replace_if_dropped(using):
-            raise
-    return func(*args, **kwargs)
-
-
-def replace_if_dropped(using: str = DEFAULT_DB_ALIAS) -> bool:
-    """After a database error: whether the connection had been dropped by the server; if so
-    it is closed, and the next statement opens a new one."""
-    if not _dropped(using):
-        return False
-    logger.warning("Database connection %r was dropped; replacing it", using)
-    _replace(connections[using])
-    return True
-
-
-def _replace(connection: BaseDatabaseWrapper) -> None:
-    """Closes a dropped connection (a pool discards it, and checks the one it hands out
-    next: the server has most likely dropped its idle ones too)."""
-    connection.close()
-
-
 # PostgreSQL's "operator intervention" states that end a session: terminated by an
 # administrator (pg_terminate_backend), by a server crash, or refused while it starts.
 _SESSION_ENDED = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _chain(exc: BaseException):
+    """``exc`` and the errors it was raised from or while handling (a short chain; never
+    followed round a cycle)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
 
 
 def is_connection_loss(exc: BaseException) -> bool:
@@ -93,19 +123,67 @@ def is_connection_loss(exc: BaseException) -> bool:
         import psycopg
     except ImportError:  # no PostgreSQL here
         return False
-    seen: BaseException | None = exc
-    for _ in range(10):  # a chain of causes is short; never loop on a cycle
-        if seen is None:
-            break
+    for seen in _chain(exc):
         if isinstance(seen, psycopg.OperationalError):
             sqlstate = getattr(seen, "sqlstate", None)
             if sqlstate is None or sqlstate in _SESSION_ENDED:
                 return True
-        seen = seen.__cause__ or seen.__context__
     return False
 
 
-def retry_if_dropped_at_commit(func: Callable[[], T], *, committed: Callable[[], T | None]) -> T:
+def _pool_timed_out(exc: BaseException) -> bool:
+    from psycopg_pool import PoolTimeout  # only a PostgreSQL error gets here
+
+    return any(isinstance(seen, PoolTimeout) for seen in _chain(exc))
+
+
+def was_dropped(exc: BaseException) -> bool:
+    """Whether ``exc`` says that this thread's connection was lost outside a transaction,
+    so that its work may run once more on a new one (not a pool that had none to give
+    within its timeout: another wait would not help; not inside a transaction: its earlier
+    work went with the connection)."""
+    if isinstance(exc, OperationalError):
+        if not is_connection_loss(exc) or _pool_timed_out(exc):
+            return False
+    elif not isinstance(exc, InterfaceError):  # InterfaceError: a connection closed
+        return False
+    return not any(c.in_atomic_block for c in connections.all(initialized_only=True))
+
+
+def _lost(exc: BaseException) -> bool:
+    """:func:`was_dropped`; if so this thread's connections are closed, and the next
+    statement takes a new one."""
+    if not was_dropped(exc):
+        return False
+    logger.warning("Database connection was dropped; once more on a new one")
+    for connection in connections.all(initialized_only=True):
+        connection.close()
+    return True
+
+
+# Runs of a request's work at most: drops every few seconds on a slow machine can cut the
+# second run too.
+RUNS = 3
+
+
+def run_again_if_dropped(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``func(*args, **kwargs)``, run again on a new connection (``RUNS`` times at most) if a
+    run lost its connection. ``func`` must be safe to repeat when nothing it wrote is known to be
+    committed: reads, and writes in autocommit or in transactions of their own (a commit
+    the server made before the cut may then be made twice: a service for which that
+    matters uses :func:`run_again_if_dropped_at_commit`)."""
+    for _ in range(RUNS - 1):
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if not _lost(exc):
+                raise
+    return func(*args, **kwargs)
+
+
+def run_again_if_dropped_at_commit(
+    func: Callable[[], T], *, committed: Callable[[], T | None]
+) -> T:
     """Runs ``func``, a service whose writes commit in one transaction of its own, once more
     on a new connection if the connection was lost on the way, its commit included.
 
@@ -115,55 +193,16 @@ def retry_if_dropped_at_commit(func: Callable[[], T], *, committed: Callable[[],
     run's result when its writes are in the database (so ``func`` must write something it
     can find again, such as a row whose key it chose beforehand), else None, and ``func``
     runs again. Errors of the statements themselves are never retried."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    if connection.in_atomic_block:
-        return func()
     try:
         return func()
-    except (OperationalError, InterfaceError) as exc:
-        if is_connection_loss(exc):
-            logger.warning("Database connection was lost during a write; checking its commit")
-            _replace(connection)
-        elif not replace_if_dropped():
+    except Exception as exc:
+        if not _lost(exc):
             raise
-    done = retry_if_dropped(committed)
+        logger.warning("Database connection was lost during a write; checking its commit")
+    done = committed()
     if done is not None:
         return done
     return func()
-
-
-def retry_if_dropped_before_commit(func: Callable[P, T]) -> Callable[P, T]:
-    """Runs ``func``, a service that reads and then writes in a transaction of its own, once
-    more on a new connection if one of its statements met a connection the server had
-    dropped: the server then discarded the transaction, so nothing of the first run stays.
-    A failing commit is not retried (the server may have committed before it was cut)."""
-
-    @functools.wraps(func)
-    def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        connection = connections[DEFAULT_DB_ALIAS]
-        if connection.in_atomic_block:
-            return func(*args, **kwargs)
-        lost: list[BaseException] = []
-
-        def watch(execute, sql, params, many, context):
-            try:
-                return execute(sql, params, many, context)
-            except (OperationalError, InterfaceError) as exc:
-                if is_connection_loss(exc):
-                    lost.append(exc)
-                raise
-
-        try:
-            with connection.execute_wrapper(watch):
-                return func(*args, **kwargs)
-        except (OperationalError, InterfaceError):
-            if not lost:
-                raise
-            logger.warning("Database connection was dropped before the commit; once more")
-            replace_if_dropped()
-        return func(*args, **kwargs)
-
-    return run
 
 
 def is_database_unavailable(exc: BaseException) -> bool:

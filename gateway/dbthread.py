@@ -5,7 +5,8 @@ Django's ORM is synchronous, so an async view runs its statements through
 something closes it; here it is given back (to the pool, or closed) as soon as the work is
 done, so that a request holds no database connection while it awaits the model, and the
 connections of a process are bounded by its pool (``DB_POOL_MAX_SIZE``), not by the number
-of requests in flight.
+of requests in flight. A request whose connection the server dropped runs its work once
+more on a new one (``core.db``).
 """
 
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from core import tracing
+from core.db import run_again_if_dropped
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -35,7 +37,7 @@ async def in_thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> 
     def run() -> T:
         try:
             with tracing.database_spans():
-                return func(*args, **kwargs)
+                return run_again_if_dropped(func, *args, **kwargs)
         finally:
             release_connections()
 

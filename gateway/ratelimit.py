@@ -16,7 +16,6 @@ from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
 
 from core import metrics
-from core.db import retry_if_dropped
 from core.exceptions import RateLimited
 from gateway.models import ApiKey, RateLimitWindow
 
@@ -44,9 +43,7 @@ def take_slot(
     now = now or timezone.now()
     start = _window_start(now)
     windows = RateLimitWindow.objects.filter(api_key=api_key, bucket=bucket, window_start=start)
-    # Met on a connection the server dropped, the update is sent again on a new one (an
-    # update cut after the server ran it counts one request twice: on the safe side).
-    if retry_if_dropped(windows.filter(count__lt=limit).update, count=F("count") + 1):
+    if windows.filter(count__lt=limit).update(count=F("count") + 1):
         return
     try:
         with transaction.atomic():

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.conf import settings
 
-from core.db import retry_if_dropped
 from gateway.options import OptionLimits
 
 
@@ -84,7 +83,7 @@ def routes() -> dict[str, list[Endpoint]]:
     global _routes, _loaded_at
     now = time.monotonic()
     if now - _loaded_at > settings.RUNTIME_ROUTES_TTL:
-        table = retry_if_dropped(_load)  # a read in the middle of a request to /api.php
+        table = _load()
         with _lock:
             _routes, _loaded_at = table, now
     return _routes

@@ -1,70 +1,19 @@
-"""The two statements every model call runs, with their SQL built once per process.
+"""The usage write of every model call as one statement, its SQL built once per process.
 
-``POST /api.php`` reads its key and writes a usage record on every call. Through the
-ORM's query compiler those two statements cost about a sixth of the request's
-instructions (callgrind), because the compiler builds the same SQL text again each time.
-Here the text is made once from the model's own metadata (table, columns, quoting of the
-database in use), so it follows every migration, and each call only binds values. Values
-still go through the fields' own conversions (``pre_save``, ``get_db_prep_save``, the
-converters of ``raw()``).
+``POST /api.php`` writes a usage record on every call. On PostgreSQL it commits without
+waiting for the disk flush (``USAGE_ASYNC_COMMIT``): through the ORM that takes a
+transaction of its own and a ``SET LOCAL`` (four round trips where this makes one, and on a
+busy machine each round trip waits for the server process to be scheduled). Here the text
+is made once from the model's own metadata (table, columns, quoting of the database in
+use), so it follows every migration, and each call only binds values, which still go
+through the fields' own conversions (``pre_save``, ``get_db_prep_save``).
 
 Nothing else should need this: everywhere else, the ORM.
-
-Both are the statements a request meets a dropped database connection with (the key read
-is its first statement), so both are retried once on a new connection (``core.db``).
 """
 
 import functools
-from typing import TypeVar
 
 from django.db import connections, models, router
-from django.db.models.expressions import Col
-
-from core.db import retry_if_dropped
-
-M = TypeVar("M", bound=models.Model)
-
-
-@functools.cache
-def _select_plan(
-    model: type[models.Model], field_name: str, alias: str
-) -> tuple[str, tuple[str, ...], tuple[Col, ...]]:
-    quote = connections[alias].ops.quote_name
-    meta = model._meta
-    fields = meta.concrete_fields
-    columns = ", ".join(quote(f.column) for f in fields)
-    column = quote(meta.get_field(field_name).column)
-    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {column} = %s"
-    return sql, tuple(f.attname for f in fields), tuple(f.get_col(meta.db_table) for f in fields)
-
-
-def get_by(model: type[M], field_name: str, value: object) -> M | None:
-    """The row whose unique ``field_name`` is ``value``, or None.
-
-    The row becomes a model instance as the ORM makes one (the converters of the database
-    and of each field, then ``Model.from_db``), without ``raw()``'s work of matching the
-    cursor's columns to fields again on every call.
-    """
-    alias = router.db_for_read(model)
-    sql, names, cols = _select_plan(model, field_name, alias)
-
-    def read() -> M | None:
-        connection = connections[alias]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [value])
-            row = cursor.fetchone()
-        if row is None:
-            return None
-        values = list(row)
-        for index, col in enumerate(cols):
-            for convert in connection.ops.get_db_converters(col) + col.get_db_converters(
-                connection
-            ):
-                values[index] = convert(values[index], col, connection)
-        return model.from_db(alias, names, values)
-
-    return retry_if_dropped(read, using=alias)
-
 
 # PostgreSQL commits the statement without waiting for its WAL to reach the disk. One
 # statement, so it needs no transaction of its own (SET LOCAL would): in autocommit mode
@@ -97,9 +46,6 @@ def insert(obj: models.Model, *, durable: bool = True) -> None:
     its last fraction of a second (3 x ``wal_writer_delay`` at most). That is SQLite's
     everyday durability here (WAL with ``synchronous=NORMAL``) and saves a disk flush.
     Only in autocommit mode: inside a transaction the row commits with it.
-
-    In autocommit mode a connection found dropped is replaced and the insert made again: if
-    the server was cut off after committing but before answering, the row is there twice.
     """
     model = type(obj)
     alias = router.db_for_write(model)
@@ -108,8 +54,5 @@ def insert(obj: models.Model, *, durable: bool = True) -> None:
     sql, fields = _insert_plan(model, alias, durable or connection.in_atomic_block)
     params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
 
-    def write() -> None:
-        with connections[alias].cursor() as cursor:
-            cursor.execute(sql, params)
-
-    retry_if_dropped(write, using=alias)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)

@@ -1,23 +1,32 @@
-"""config.postgresql: Django's backend, whose connections are checked before every
-request, with a pool (``DB_POOL_MAX_SIZE``, the default) and without one.
-Collected only when the suite runs on PostgreSQL.
+"""Django's PostgreSQL backend, whose connections are checked before every request, with a
+pool (``DB_POOL_MAX_SIZE``, the default) and without one; ``core.db``'s work run again on a
+new connection. Collected only when the suite runs on PostgreSQL.
 
 Each test gets a database wrapper of its own, configured for its mode, so that the suite's
 own connection is left alone.
 """
 
+import asyncio
 import itertools
 import time
 from collections.abc import Iterator
 
 import psycopg_pool
 import pytest
-from django.db import DataError, OperationalError, connection, connections, transaction
+from django.db import (
+    DataError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.backends.postgresql.base import DatabaseWrapper
 
 from agents.models import Job
-from config.postgresql.base import DatabaseWrapper
 from core import db
 from gateway import rows, services
+from gateway.dbthread import in_thread
 from gateway.models import UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,10 +115,10 @@ def test_a_connection_the_server_dropped_is_replaced_before_the_next_request(mak
     assert request_cycle(wrapper) != dropped  # no request fails
 
 
-# --- core.db: the statements retried on a new connection ------------------------------
+# --- core.db: the work run again on a new connection ----------------------------------
 #
 # On the suite's own connection (pooled, as the service's): it is opened, kept checked
-# out, and dropped by the server; the statement under test then meets it dead.
+# out, and dropped by the server; the work under test then meets it dead.
 
 
 def drop_the_connection() -> int:
@@ -123,22 +132,62 @@ def drop_the_connection() -> int:
 def test_a_key_read_on_a_dropped_connection_reconnects_and_succeeds(make_key):
     api_key, plain = make_key()
     dropped = drop_the_connection()
-    assert services.api_key_authenticate(plain) == api_key
+    assert db.run_again_if_dropped(services.api_key_authenticate, plain) == api_key
     assert connection.connection.info.backend_pid != dropped
 
 
 def test_a_usage_write_on_a_dropped_connection_reconnects_and_is_written_once(make_key):
     api_key, _ = make_key()
     drop_the_connection()
-    rows.insert(UsageRecord(api_key=api_key, model="m", status=200, elapsed=0.1))
+    usage = UsageRecord(api_key=api_key, model="m", status=200, elapsed=0.1)
+    db.run_again_if_dropped(rows.insert, usage)
     assert UsageRecord.objects.filter(api_key=api_key).count() == 1
+
+
+def test_the_work_of_an_async_view_cut_by_a_drop_runs_again_on_a_new_connection(make_key):
+    """``gateway.dbthread.in_thread``, the entry of /api.php's and /v1/'s statements: the
+    connection is dropped while the work holds it, and the work runs once more."""
+    api_key, plain = make_key()
+    dropped: list[int] = []
+
+    def admit():
+        if not dropped:
+            dropped.append(drop_the_connection())
+        pid = connection.connection.info.backend_pid if connection.connection else None
+        return services.api_key_authenticate(plain), pid
+
+    read, pid = asyncio.run(in_thread(admit))
+    assert read == api_key and len(dropped) == 1 and pid != dropped[0]
+
+
+def test_work_cut_by_a_drop_twice_runs_a_third_time_and_no_more(make_key):
+    api_key, plain = make_key()
+    runs: list[int] = []
+
+    def admit():
+        runs.append(1)
+        drop_the_connection()  # every run: the last one's error is the caller's
+        return services.api_key_authenticate(plain)
+
+    with pytest.raises(OperationalError):
+        db.run_again_if_dropped(admit)
+    assert len(runs) == db.RUNS == 3
+    runs.clear()
+
+    def admit_after_two_drops():
+        runs.append(1)
+        if len(runs) < 3:
+            drop_the_connection()
+        return services.api_key_authenticate(plain)
+
+    assert db.run_again_if_dropped(admit_after_two_drops) == api_key and len(runs) == 3
 
 
 def test_a_dropped_connection_inside_a_transaction_is_not_retried(make_key):
     _, plain = make_key()
     drop_the_connection()
     with pytest.raises(OperationalError), transaction.atomic():
-        services.api_key_authenticate(plain)
+        db.run_again_if_dropped(services.api_key_authenticate, plain)
 
 
 def test_an_error_of_the_statement_itself_is_not_retried():
@@ -150,35 +199,36 @@ def test_an_error_of_the_statement_itself_is_not_retried():
             cursor.execute("SELECT 1 / 0")
 
     with pytest.raises(DataError):
-        db.retry_if_dropped(bad_statement)
+        db.run_again_if_dropped(bad_statement)
     assert calls == [1]
 
 
-def test_a_worker_closes_dropped_connections_before_a_task():
+def test_a_worker_thread_gives_its_connection_back_after_a_task_and_gets_a_checked_one():
+    """What a job thread does after each job (``agents.jobthreads``): Django's
+    ``close_old_connections``; the pool checks the connection it hands out next."""
     dropped = drop_the_connection()
-    db.close_dropped_connections()
+    close_old_connections()
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     assert connection.connection.info.backend_pid != dropped
 
 
-def test_a_chat_start_whose_connection_was_dropped_runs_once_on_a_new_connection(make_key):
-    from conversations import services as chats
+def test_a_chat_start_whose_connection_was_dropped_runs_once_on_a_new_connection(make_key, client):
+    """The agent API's entry (``agents.api.AgentAPIView``) runs the request once more."""
     from conversations.models import Message
     from tests.factories import default_profile
 
     default_profile()
-    api_key, _ = make_key()
+    _, plain = make_key()
     drop_the_connection()
-    _, job = chats.chat_request(
-        api_key=api_key,
-        source="tests",
-        scope_type="drop",
-        scope_id="1",
-        prompt="Hello",
-        profile_name=None,
+    answer = client.post(
+        "/agent/chat",
+        {"source": "tests", "scope_type": "drop", "scope_id": "1", "prompt": "Hello"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {plain}",
     )
-    assert Job.objects.filter(pk=job.pk).exists()
+    assert answer.status_code == 200, answer.content
+    assert Job.objects.filter(pk=answer.json()["data"]["job_id"]).exists()
     assert list(Message.objects.values_list("content", flat=True)) == ["Hello"]
 
 
@@ -189,7 +239,7 @@ def test_a_rate_limit_slot_taken_on_a_dropped_connection_reconnects_and_counts_o
     api_key, _ = make_key(rate_limit_per_minute=5)
     ratelimit.take_slot(api_key)  # the window's row exists: the next take is one UPDATE
     drop_the_connection()
-    ratelimit.take_slot(api_key)
+    db.run_again_if_dropped(ratelimit.take_slot, api_key)
     assert RateLimitWindow.objects.get(api_key=api_key).count == 2
 
 
@@ -322,7 +372,7 @@ def test_a_write_that_fails_by_itself_is_not_checked_or_run_again():
             cursor.execute("SELECT 1 / 0")
 
     with pytest.raises(DataError):
-        db.retry_if_dropped_at_commit(bad_write, committed=lambda: calls.append("check"))
+        db.run_again_if_dropped_at_commit(bad_write, committed=lambda: calls.append("check"))
     assert calls == ["write"]
 
 
@@ -356,3 +406,43 @@ def test_a_start_with_an_idempotency_key_whose_commit_was_cut_starts_once_and_re
     assert again.content == first.content
     assert again["Idempotent-Replayed"] == "true"
     assert Job.objects.count() == 1
+
+
+# --- A pool whose idle connections were all dropped -----------------------------------
+
+
+def test_a_pool_whose_idle_connections_were_all_dropped_hands_out_a_live_one_soon(settings):
+    """psycopg_pool checks each connection it hands out, but waits 1, 2, 4 ... s between
+    two dead ones: a pool holding only dead ones, met one by one, gives none within its
+    timeout. ``core.db`` checks the idle ones every ``DB_POOL_CHECK_SECONDS``."""
+    pool = connection.pool
+    timeout = settings.DATABASES["default"]["OPTIONS"]["pool"]["timeout"]
+    connection.ensure_connection()  # the suite's own, kept out of the pool meanwhile
+    idle = [pool.getconn() for _ in range(pool.max_size - 1)]
+    pids = [conn.info.backend_pid for conn in idle]
+    for conn in idle:
+        pool.putconn(conn)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM unnest(%s) AS pid", [pids])
+        assert cursor.fetchone()[0] == len(pids)
+        while True:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [pids])
+            if cursor.fetchone()[0] == 0:
+                break
+            time.sleep(0.01)
+
+    def statement_in_a_new_thread() -> float:
+        started = time.monotonic()
+        other = connections["default"]  # this thread's: taken from the pool
+        try:
+            with other.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                assert cursor.fetchone()[0] not in pids
+        finally:
+            other.close()
+        return time.monotonic() - started
+
+    from tests.factories import InThread
+
+    elapsed = InThread(statement_in_a_new_thread).join()
+    assert elapsed < timeout / 2, elapsed

@@ -1,7 +1,6 @@
-"""gateway.rows: the key read and the usage write of every model call, as prepared SQL."""
+"""gateway.rows: the usage write of every model call, as prepared SQL."""
 
 import contextlib
-from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -9,24 +8,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gateway import rows
-from gateway.models import ApiKey, UsageRecord
+from gateway.models import UsageRecord
 
 pytestmark = pytest.mark.django_db
-
-
-def test_get_by_reads_the_row_as_the_orm_does(make_key):
-    made, _ = make_key(allowed_models=["a", "b"], expires_at=timezone.now() + timedelta(days=1))
-    read = rows.get_by(ApiKey, "prefix", made.prefix)
-    expected = ApiKey.objects.get(pk=made.pk)
-    assert isinstance(read, ApiKey)
-    for field in ApiKey._meta.concrete_fields:
-        assert getattr(read, field.attname) == getattr(expected, field.attname), field.name
-    assert read.allowed_models == ["a", "b"] and read.scopes == ["agent", "model"]
-    assert read.expires_at.tzinfo is not None
-
-
-def test_get_by_answers_none_for_no_row(db):
-    assert rows.get_by(ApiKey, "prefix", "nothing-here") is None
 
 
 @pytest.mark.parametrize("durable", [True, False], ids=["durable", "asynchronous commit"])

@@ -10,9 +10,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from core.db import retry_if_dropped
 from core.exceptions import Forbidden, InvalidApiKey
-from gateway import keys, ratelimit, rows
+from gateway import keys, ratelimit
 from gateway.models import ApiKey, BudgetPeriod, Scope, UsageRecord
 
 # last_used_at is written at most this often per key, so a busy key costs no write per call.
@@ -111,7 +110,7 @@ def api_key_authenticate(plain: object) -> ApiKey:
     prefix = keys.prefix_of(plain)
     if prefix is None:
         raise InvalidApiKey()
-    api_key = rows.get_by(ApiKey, "prefix", prefix)
+    api_key = ApiKey.objects.filter(prefix=prefix).first()
     # The digest is compared whether the prefix exists or not, so that the time a refusal
     # takes does not tell whether a prefix exists.
     if not keys.matches(plain, api_key.key_hash if api_key else keys.UNKNOWN_DIGEST):
@@ -123,8 +122,7 @@ def api_key_authenticate(plain: object) -> ApiKey:
         raise InvalidApiKey()
     if api_key.last_used_at is None or api_key.last_used_at < now - LAST_USED_RESOLUTION:
         stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        # Safe to repeat: a second run finds the stamp fresh and changes nothing.
-        retry_if_dropped(ApiKey.objects.filter(stale, pk=api_key.pk).update, last_used_at=now)
+        ApiKey.objects.filter(stale, pk=api_key.pk).update(last_used_at=now)
     return api_key
 
 
