@@ -20,13 +20,19 @@ held-out half counts: nothing is tuned on it):
 * abstention: retrieval added at most 2 messages and at most 5% of the budget.
 
 "catch-up": a 10,000-message import asked at once, before the embedder's catch-up gave
-any of it a vector, and after it: ``bench/memory_facts.py``'s facts asked with shared
-words and paraphrased, in hybrid mode.
+any of it a vector, and after it: facts asked with shared words and paraphrased, in
+hybrid mode (tuning: ``bench/memory_facts.py``'s first twenty; held-out:
+``memory_cases.CATCH_UP_HELD_OUT``).
 
-With ``--model`` (the ``local`` extra), the embedded Gemma 3 270M answers each held-out
-question at 2,000 messages from that prompt, and a reply is right when it contains one of
-the case's answers (abstention: says it does not know). With ``--base REV`` an earlier
-commit builds the same prompts (its own code, this file's cases) in the same run.
+``MEMORY_BENCH_DEPTHS`` (default 200,2000,10000), ``MEMORY_BENCH_HALVES`` (default
+tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up) and
+``MEMORY_BENCH_MODEL_DEPTH`` (default 2000) narrow a run.
+
+With ``--model`` (the ``local`` extra), the embedded model answers each held-out
+question at 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``) from that prompt, and a reply
+is right when it contains one of the case's answers (abstention: says it does not know).
+With ``--base REV`` an earlier commit builds the same prompts (its own code, this file's
+cases) in the same run.
 """
 
 from __future__ import annotations
@@ -50,10 +56,13 @@ sys.path.insert(0, os.environ.get("MEMORY_BENCH_TREE", str(THIS_TREE)))
 sys.path.insert(1, str(THIS_TREE))
 
 DEPTHS = tuple(int(d) for d in os.environ.get("MEMORY_BENCH_DEPTHS", "200,2000,10000").split(","))
+# Which halves run (e.g. "tuning" while choosing values: the held-out half is not looked at).
+HALVES = tuple(os.environ.get("MEMORY_BENCH_HALVES", "tuning,held_out").split(","))
+PARTS = tuple(os.environ.get("MEMORY_BENCH_PARTS", "abilities,catch_up").split(","))
 PER_CONVERSATION = 5
 SPAN = timedelta(days=90)
 RECENT_MARGIN = 120  # planted messages stay this far before the question
-MODEL_DEPTH = 2_000
+MODEL_DEPTH = int(os.environ.get("MEMORY_BENCH_MODEL_DEPTH", "2000"))
 CATCH_UP_DEPTH = 10_000
 
 
@@ -87,8 +96,9 @@ class Worker:
         self.profile = AgentProfile.objects.get(name="default")
         self.pool = pool(self.rng)
         planted = [c for case in self.cases.TUNING + self.cases.HELD_OUT for _, c in case.planted]
-        self.vectors = self._embed_all(self.pool + planted + [f for f, _, _ in FACTS], cache)
-        self.facts = FACTS
+        self.facts = {"tuning": FACTS[:20], "held_out": self.cases.CATCH_UP_HELD_OUT}
+        facts = [f for half in self.facts.values() for f, _, _ in half]
+        self.vectors = self._embed_all(self.pool + planted + facts, cache)
 
     def _embed_all(self, texts: list[str], cache: Path) -> dict:
         import numpy as np
@@ -211,6 +221,8 @@ class Worker:
         out: dict = {}
         for depth in DEPTHS:
             for half, cases in (("tuning", self.cases.TUNING), ("held_out", self.cases.HELD_OUT)):
+                if half not in HALVES:
+                    continue
                 by_ability = {a: [c for c in cases if c.ability == a] for a in self.cases.ABILITIES}
                 groups = list(zip(*by_ability.values(), strict=True))
                 for number, group in enumerate(groups):
@@ -229,17 +241,21 @@ class Worker:
 
     def catch_up(self) -> dict:
         out = {}
-        facts = self.facts[:20]
-        for state, embed_from in (("none embedded", 1.0), ("all embedded", 0.0)):
-            seqs = self.rng.sample(range(1, CATCH_UP_DEPTH - RECENT_MARGIN, 2), len(facts))
-            planted = {seq: fact for seq, (fact, _, _) in zip(seqs, facts, strict=True)}
-            conversation = self.fill(f"catch-up-{state}", CATCH_UP_DEPTH, planted, embed_from)
-            for kind, index in (("shared", 1), ("paraphrase", 2)):
-                hits = sum(
-                    entry[0] in self.ask(conversation, entry[index], answer=False)[0].prompt
-                    for entry in facts
+        for half, facts in self.facts.items():
+            if half not in HALVES:
+                continue
+            for state, embed_from in (("none embedded", 1.0), ("all embedded", 0.0)):
+                seqs = self.rng.sample(range(1, CATCH_UP_DEPTH - RECENT_MARGIN, 2), len(facts))
+                planted = {seq: fact for seq, (fact, _, _) in zip(seqs, facts, strict=True)}
+                conversation = self.fill(
+                    f"catch-up-{half}-{state}", CATCH_UP_DEPTH, planted, embed_from
                 )
-                out[f"{state}/{kind}"] = hits / len(facts)
+                for kind, index in (("shared", 1), ("paraphrase", 2)):
+                    hits = sum(
+                        entry[0] in self.ask(conversation, entry[index], answer=False)[0].prompt
+                        for entry in facts
+                    )
+                    out[f"{half}/{state}/{kind}"] = hits / len(facts)
         return out
 
 
@@ -251,7 +267,10 @@ def run_tree(tree: Path, database: str, cache: Path, runtime_url: str | None) ->
 
     with DATABASES[database]() as url:
         extra = {"EMBEDDING_BACKEND": "local", "MEMORY_BENCH_TREE": str(tree)}
-        for name in ("MEMORY_BENCH_DEPTHS", "MEMORY_BENCH_DEBUG"):  # for trying things out
+        for name in (
+            *("MEMORY_BENCH_DEPTHS", "MEMORY_BENCH_DEBUG", "MEMORY_BENCH_HALVES"),
+            *("MEMORY_BENCH_MODEL_DEPTH", "MEMORY_BENCH_PARTS"),
+        ):  # for trying things out
             if name in os.environ:
                 extra[name] = os.environ[name]
         if runtime_url:
@@ -281,6 +300,8 @@ def report(results: dict[str, dict]) -> None:
 
     cases = _cases()
     for half in ("held_out", "tuning"):
+        if half not in HALVES:
+            continue
         print(f"\n== fact in prompt, {half.replace('_', '-')} cases ==")
         rows = []
         for ability in cases.ABILITIES:
@@ -292,14 +313,15 @@ def report(results: dict[str, dict]) -> None:
                 rows.append(cells)
         heads = [f"{name}: {what}" for name in results for what in ("in prompt", "marked newest")]
         print(table(["ability", "messages", *heads], rows))
-    print("\n== catch-up: 10,000 imported messages, hybrid, fact in prompt ==")
     keys = next(iter(results.values()))["catch_up"].keys()
-    print(
-        table(
-            ["state/question", *results],
-            [[k, *(r["catch_up"][k] for r in results.values())] for k in keys],
+    if keys:
+        print("\n== catch-up: 10,000 imported messages, hybrid, fact in prompt ==")
+        print(
+            table(
+                ["state/question", *results],
+                [[k, *(r["catch_up"][k] for r in results.values())] for k in keys],
+            )
         )
-    )
     answered = {n: r["abilities"] for n, r in results.items()}
     if any("right" in row for r in answered.values() for rows in r.values() for row in rows):
         print(f"\n== embedded model's answers, held-out, {MODEL_DEPTH:,} messages ==")
@@ -321,13 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="sqlite", choices=("sqlite", "postgres"))
     parser.add_argument("--model", action="store_true", help="the embedded model answers")
     parser.add_argument("--cache", type=Path, help="keep the computed vectors here")
+    parser.add_argument(
+        "--base-only", action="store_true", help="run --base alone (another run has this tree)"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker = Worker(args.cache, args.model)
-        print(
-            "RESULT " + json.dumps({"abilities": worker.abilities(), "catch_up": worker.catch_up()})
-        )
+        abilities = worker.abilities() if "abilities" in PARTS else {}
+        catch_up = worker.catch_up() if "catch_up" in PARTS else {}
+        print("RESULT " + json.dumps({"abilities": abilities, "catch_up": catch_up}))
         return 0
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from bench.memory import base_checkout
@@ -349,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
             results[f"before ({args.base})"] = run_tree(
                 tree, args.only, cache.resolve(), runtime_url
             )
-        results["after"] = run_tree(THIS_TREE, args.only, cache.resolve(), runtime_url)
+        if not args.base_only:
+            results["after"] = run_tree(THIS_TREE, args.only, cache.resolve(), runtime_url)
     report(results)
     print("\nRAW " + json.dumps(results))
     return 0

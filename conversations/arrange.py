@@ -10,9 +10,10 @@
   them worst first, so the best hit is what the model reads last (just before the new
   message in a transcript, at the end of the system block in chat messages), each
   group in conversation order.
-* **Updates win.** When several hits are about the same thing (their similarity within
-  ``SAME_TOPIC_MARGIN`` of the best's), the newest of them is marked ``most recent``
-  and placed after the best (rank -1): a value said again later reads as current.
+* **Updates win.** When several hits are about the same thing (about as similar to the
+  question as the best hit, and close to it in meaning), the newest of them is marked
+  ``most recent`` and placed after the best (rank -1): a value said again later reads as
+  current.
 * **Dated.** Each line carries its position and its time relative to the new message
   ("3 days ago"), so that the order of what was said is plain.
 """
@@ -20,12 +21,12 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from conversations import selectors
+from conversations import linked, selectors, vectors
 from conversations.clipping import clip
 from conversations.history import Item, ago
 from conversations.models import Role
 
-SAME_TOPIC_MARGIN = 0.25
+SAME_TOPIC_MARGIN = 0.2
 LATEST = "most recent"
 PARTNER_TOKENS = 32
 CLIP_MARK_ROOM = 16  # the mark that says a message is cut
@@ -56,13 +57,24 @@ def _partners(conversation_id: str, hits: list[Item], known: set[int]) -> dict[i
     }
 
 
-def _latest(groups: list[list[Item]]) -> int | None:
-    """The index of the group whose hit is the newest of several about the same thing."""
+def _latest(conversation_id: str, groups: list[list[Item]]) -> int | None:
+    """The index of the group whose hit is the newest of several about the same thing:
+    the best hit and the hits whose similarity to the question is within
+    ``SAME_TOPIC_MARGIN`` of the best's and, when they have vectors, that are close to
+    the best in meaning (``linked.NEIGHBOUR``)."""
     scored = [(i, g[0]) for i, g in enumerate(groups) if g and g[0].similarity is not None]
     if len(scored) < 2:
         return None
-    best = max(hit.similarity for _, hit in scored)
-    close = [(hit.seq, i) for i, hit in scored if hit.similarity >= best - SAME_TOPIC_MARGIN]
+    best = max(scored, key=lambda pair: pair[1].similarity)[1]
+    floor = best.similarity - SAME_TOPIC_MARGIN
+    close = [(hit.seq, i, hit) for i, hit in scored if hit.similarity >= floor]
+    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[h.seq for *_, h in close])
+    if best.seq in unit:
+        close = [
+            (seq, i, hit)
+            for seq, i, hit in close
+            if seq in unit and float(unit[seq] @ unit[best.seq]) >= linked.NEIGHBOUR
+        ]
     return max(close)[1] if len(close) > 1 else None
 
 
@@ -83,7 +95,7 @@ def arrange(
     paired = sum(1 for group in kept[:paired] if group)
     groups = [group for group in kept if group]
     partners = _partners(conversation_id, [group[0] for group in groups[:paired]], seen)
-    latest = _latest(groups)
+    latest = _latest(conversation_id, groups)
     arranged: list[Item] = []
     for rank, group in enumerate(groups):
         partner = partners.get(group[0].seq)

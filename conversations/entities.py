@@ -33,3 +33,20 @@ def names(texts: list[str], *, exclude: str = "") -> list[str]:
                 continue
             found.append(name)
     return found
+
+
+_CAPITALISED = re.compile(r"\b([A-Z][a-z]{2,})\b")
+
+
+def capitalised(text: str, *, exclude: str = "") -> list[str]:
+    """The distinct capitalised words of ``text`` (a sentence's first word too), in order,
+    but stopwords, days and months, and those ``exclude`` mentions: names, and some words
+    that only start a sentence (a caller tells them apart by how many messages have them)."""
+    asked = exclude.lower()
+    found: list[str] = []
+    for word in _CAPITALISED.findall(text):
+        lowered = word.lower()
+        if lowered in STOPWORDS or lowered in _CALENDAR or lowered in asked or word in found:
+            continue
+        found.append(word)
+    return found

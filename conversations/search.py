@@ -27,6 +27,7 @@ many messages share a word with the question.
 """
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
@@ -168,13 +169,20 @@ FINDERS = {"postgresql": _postgres, "fts5": _fts5, "plain": _plain}
 
 
 def search_messages(
-    *, conversation_id: str, query: str, limit: int, before_seq: int | None = None
+    *,
+    conversation_id: str,
+    query: str,
+    limit: int,
+    before_seq: int | None = None,
+    also: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The best matches for ``query`` among the conversation's messages with
     ``seq < before_seq``, best first: dicts of seq, role, content, token_estimate,
     created_at and score (the database's rank; ties go to the newer message). No
-    meaningful words, no matches."""
+    meaningful words, no matches. ``also``: more words any of which a match may have
+    (words related to the query's, ``conversations.vectors_words``)."""
     words = terms(query)
+    words += [word for word in dict.fromkeys(also) if word not in words]
     if not words or limit < 1:
         return []
     ranked = FINDERS[backend()](conversation_id, words, before_seq or NO_BOUND, limit)

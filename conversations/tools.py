@@ -26,6 +26,9 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
         "tokens": row["token_estimate"],
         "created_at": created.isoformat() if created else None,
         **({"similarity": row["similarity"]} if "similarity" in row else {}),
+        # Why a row came along (conversations.linked): the name, or the hit it updates.
+        **({"via": row["via"]} if "via" in row else {}),
+        **({"updates": row["updates"]} if "updates" in row else {}),
     }
 
 

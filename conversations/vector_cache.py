@@ -99,6 +99,17 @@ class Vectors:
         scores *= inverse_norms[:count]
         return seqs[:count], scores
 
+    def of(self, wanted: list[int]) -> dict[int, np.ndarray]:
+        """The unit vectors of the ``wanted`` seqs that have one, by seq."""
+        size = self.size
+        seqs = self.seqs[:size]
+        where = np.searchsorted(seqs, wanted)
+        found = {}
+        for seq, i in zip(wanted, where.tolist(), strict=True):
+            if i < size and seqs[i] == seq:
+                found[seq] = self.rows[i].astype(np.float32) * self.inverse_norms[i]
+        return found
+
 
 def _grown(array: np.ndarray, capacity: int, used: int) -> np.ndarray:
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)

@@ -89,6 +89,14 @@ def _embed_rows(found: list[tuple[int, str, int, str]], model: str) -> int:
     return len(found)
 
 
+def messages_embed_at(*, conversation_id: str, seqs: list[int]) -> int:
+    """:func:`messages_embed` for messages of one conversation named by their seqs."""
+    ids = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs).values_list(
+        "id", flat=True
+    )
+    return messages_embed(message_ids=list(ids))
+
+
 def _checked_below(model: str) -> int:
     mark = EmbeddingCatchUp.objects.filter(model=model).values_list("below_id", flat=True)
     return mark.first() or 0
@@ -150,6 +158,23 @@ def similarities(
     (``conversations.vector_cache``), brought up to date first."""
     kept = vector_cache.CACHE.vectors(conversation_id, embeddings.model_id(), len(query))
     return kept.similarities(query, before_seq or NO_BOUND)
+
+
+def vectors_of(*, conversation_id: str, seqs: list[int]) -> dict[int, np.ndarray]:
+    """The unit vectors (current model) of those of ``seqs`` that have one, by seq, from
+    the vectors this process keeps."""
+    model = embeddings.model_id()
+    if model is None or not seqs:
+        return {}
+    dimension = (
+        MessageEmbedding.objects.filter(conversation_id=conversation_id, model=model)
+        .values_list("dimension", flat=True)
+        .first()
+    )
+    if dimension is None:
+        return {}
+    kept = vector_cache.CACHE.vectors(conversation_id, model, dimension)
+    return kept.of(sorted(seqs))
 
 
 def lookup(seqs: np.ndarray, scores: np.ndarray, wanted: list[int]) -> dict[int, float]:

@@ -1,0 +1,94 @@
+"""What a search's hits bring along: words related to the question's for messages without a
+vector yet (``conversations.vectors_words``), rare names two candidates share, and newer
+messages about what a hit says (``conversations.linked``); the newest of a topic marked by
+meaning, not by how close each hit is to the question."""
+
+import pytest
+from django.utils import timezone
+
+from conversations import arrange, linked, vectors, vectors_words
+from conversations.models import MessageEmbedding
+from conversations.retrieval import find_messages
+from tests.test_chat import owner_key  # noqa: F401
+from tests.test_context import conversation_with, owner  # noqa: F401
+from tests.test_memory import FACTS, conversation_of_facts
+from tests.test_memory_current import hit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_word_vectors():
+    vectors_words.forget()
+    yield
+    vectors_words.forget()
+
+
+def test_a_paraphrase_finds_a_message_without_a_vector_through_related_words(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key)
+    assert not MessageEmbedding.objects.filter(conversation=conversation).exists()
+    found = find_messages(
+        conversation_id=conversation.pk, query="Where did I leave my vehicle?", limit=5
+    )
+    assert FACTS[3] in [row["content"] for row in found.rows]
+
+
+def test_related_words_are_looked_for_only_while_some_messages_lack_a_vector(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    assert vectors_words.vocabulary(conversation.pk, 10**6, "local:x") != []  # another model
+    find_messages(conversation_id=conversation.pk, query="Where did I leave my vehicle?", limit=5)
+    assert len(vectors_words._vectors) == 0
+
+
+def filler(count: int) -> list[str]:
+    topics = ("the printer", "lunch", "the weather", "the train", "a film", "the budget")
+    return [f"We talked about {topics[n % 6]} again, nothing new ({n})." for n in range(count)]
+
+
+def test_messages_that_name_a_rare_name_two_candidates_share_are_kept(owner):  # noqa: F811
+    contents = filler(200)
+    contents[20] = "My cousin is Rafael."
+    contents[90] = "Rafael is getting married in June."
+    contents[150] = "Rafael's fiancée is from Lisbon."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    found = find_messages(
+        conversation_id=conversation.pk,
+        query="When is my cousin's wedding and where is his partner from?",
+        limit=10,
+    )
+    kept = [row["content"] for row in found.rows]
+    assert {contents[20], contents[90], contents[150]} <= set(kept)
+
+
+def test_a_newer_message_about_what_a_hit_says_is_kept(owner):  # noqa: F811
+    contents = filler(200)
+    contents[30] = "I work at Nordlicht Bank as an analyst."
+    contents[160] = "I left the bank and started a new job at Solaris Energy."
+    contents[180] = "The printer on the second floor is broken again."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    row = {"role": "user", "content": ""}
+    kept = [{**row, "seq": 31}]
+    candidates = [{**row, "seq": seq} for seq in (11, 161, 181)]
+    newer = linked.newer_neighbours(conversation.pk, kept, candidates)
+    assert [(row["seq"], row["updates"]) for row in newer] == [(161, 31)]
+    found = find_messages(
+        conversation_id=conversation.pk, query="Where do I work as an analyst?", limit=10
+    )
+    assert {31, 161} <= {row["seq"] for row in found.rows}
+
+
+def test_the_newest_of_hits_close_in_meaning_is_marked_not_a_newer_unrelated_one(owner):  # noqa: F811
+    contents = filler(100)
+    contents[2], contents[40] = "I live in Lyon.", "I moved to Porto, so I live there now."
+    contents[80] = "The printer on the second floor is broken again."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    lyon = hit(3, "user", contents[2], 0.6, days=90)
+    porto = hit(41, "user", contents[40], 0.45, days=20)
+    printer = hit(81, "user", contents[80], 0.4, days=2)
+    groups = [[lyon], [porto], [printer]]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert {item.seq: item.mark for item in arranged} == {3: "", 41: "most recent", 81: ""}
