@@ -14,21 +14,25 @@ from typing import Any
 
 
 class StepOutput(dict):
-    """The output of a step being recorded; ``failed`` marks it failed without raising."""
+    """The output of a step being recorded (``index``: the step's); ``failed`` marks it
+    failed without raising."""
 
     failed: bool = False
+    index: int = 0
 
 
 @dataclass(frozen=True)
 class ModelCall:
     """One stateless model call, recorded as a ``model_call`` step; answered with the
     model's text. With ``messages`` (chat messages) those are sent instead of ``prompt``;
-    ``options`` go over the profile's."""
+    ``options`` go over the profile's. ``cleaned``: a reply the agent stores cleaned
+    (``agents.replies.clean_reply``), whose token events carry the cleaned text."""
 
     name: str = "generate"
     prompt: str = ""
     messages: list[dict[str, str]] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    cleaned: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import services, worker
+from agents import events, services, worker
 from agents.actions import Action, ModelCall, Note, StepOutput, ToolCall, Work
 from agents.models import Job, JobStatus, StepKind, StepStatus
+from agents.reply_stream import ReplyStream
 from agents.tools import REGISTRY, Tool, ToolError
 from core.db import release_pooled_connections
 from core.http import storable
@@ -88,6 +89,7 @@ class JobContext:
     ) -> Iterator[StepOutput]:
         step = services.step_start(self.job, token=self.token, kind=kind, name=name, input=input)
         output = StepOutput()
+        output.index = step.index
         try:
             yield output
         except JobCancelled:
@@ -116,7 +118,11 @@ class JobContext:
         """Carries out one request of the agent and returns its answer."""
         if isinstance(action, ModelCall):
             return self.call_model(
-                action.prompt, name=action.name, options=action.options, messages=action.messages
+                action.prompt,
+                name=action.name,
+                options=action.options,
+                messages=action.messages,
+                cleaned=action.cleaned,
             )
         if isinstance(action, ToolCall):
             return self.call_tool(action.name, action.arguments, enabled=list(action.enabled))
@@ -136,11 +142,15 @@ class JobContext:
         name: str = "generate",
         options: dict[str, Any] | None = None,
         messages: list[dict[str, str]] | None = None,
+        cleaned: bool = False,
     ) -> str:
         """One stateless model call through the gateway, recorded as a model_call step.
 
         With ``messages`` (chat messages) those are sent instead of ``prompt``. The step
-        keeps the model's raw text; what the agent stores may be cleaned.
+        keeps the model's raw text; what the agent stores may be cleaned. The text is
+        streamed as the job's ``token`` events while it is generated; with ``cleaned`` (a
+        reply the agent stores cleaned by ``agents.replies.clean_reply``) those carry the
+        cleaned reply as it becomes certain, so that they put together equal what is kept.
         """
         self.check()
         options = {**self.profile.options, **(options or {})}
@@ -149,6 +159,8 @@ class JobContext:
         step_input = {"model": model, **sent, "options": options}
         with self.step(StepKind.MODEL_CALL, name, step_input) as out:
             gateway.api_key_check_live(self.job.api_key)
+            tokens = events.TokenEvents(self.job, out.index)
+            reply = ReplyStream(transcript=self.profile.is_transcript) if cleaned else None
             try:
                 result = gateway.model_call(
                     api_key=self.job.api_key,
@@ -159,9 +171,13 @@ class JobContext:
                     job_id=self.job.pk,
                     should_stop=self._should_stop_waiting,
                     messages=messages,
+                    on_delta=tokens if reply is None else lambda delta: tokens(reply.feed(delta)),
                 )
             except runtime.GenerationCancelled:
                 raise _stopped() from None
+            if reply is not None:
+                tokens(reply.finish()[0])
+            tokens.flush()
             text = storable(result.response)
             out.update(
                 text=text,

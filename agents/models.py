@@ -263,6 +263,7 @@ class IdempotencyKey(models.Model):
 
 
 # The webhooks' tables (agents/webhook_models.py); imported here so that Django finds them.
+from agents.event_models import JobEvent, JobEventType  # noqa: E402, F401
 from agents.webhook_models import (  # noqa: E402, F401
     WebhookAttempt,
     WebhookDelivery,

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents import webhooks
+from agents import events, webhooks
 from agents.models import ACTIVE, Job, JobKind, JobStatus, Step, StepStatus
 from agents.services import job_after_run, job_enqueue
 from core import metrics
@@ -27,22 +27,23 @@ CONNECTION_LOST = "The job's database connection was dropped"
 WORKER_STOPPED = "The worker running this job was stopped"
 
 
-def _close_abandoned_steps(job_id: str, *, now: datetime, reason: str) -> None:
+def _close_abandoned_steps(job: Job, *, now: datetime, reason: str) -> None:
     """Fails the steps a stopped run left running (a late ``step_finish`` of that run then
-    changes nothing)."""
-    running = Step.objects.filter(job_id=job_id, status=StepStatus.RUNNING)
-    for step in running.only("pk", "started_at"):
-        Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
-            status=StepStatus.FAILED,
-            finished_at=now,
-            elapsed=round((now - step.started_at).total_seconds(), 3),
-            output={"error": f"{reason}."},
-        )
+    changes nothing); their events carry the number of the attempt that was lost."""
+    for step in Step.objects.filter(job_id=job.pk, status=StepStatus.RUNNING):
+        step.status, step.finished_at, step.output = StepStatus.FAILED, now, {"error": f"{reason}."}
+        step.elapsed = round((now - step.started_at).total_seconds(), 3)
+        if Step.objects.filter(pk=step.pk, status=StepStatus.RUNNING).update(
+            status=step.status, finished_at=now, elapsed=step.elapsed, output=step.output
+        ):
+            events.step_emit(job, step, attempt=job.attempts)
 
 
+@transaction.atomic
 def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
     """Ends or re-queues ``job`` if ``lease`` still holds it; returns what was done."""
     released = {"lease_owner": "", "lease_expires_at": None}
+    error = ""
     if job.status == JobStatus.CANCELLING:
         outcome = "cancelled"
         done = Job.objects.filter(lease, status=JobStatus.CANCELLING).update(
@@ -50,14 +51,12 @@ def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
         )
     elif job.attempts >= settings.JOB_MAX_ATTEMPTS:
         outcome = "failed"
+        error = (
+            f"{reason} {job.attempts} time(s); giving up after "
+            f"{settings.JOB_MAX_ATTEMPTS} attempts."
+        )
         done = Job.objects.filter(lease, status=JobStatus.RUNNING).update(
-            status=JobStatus.FAILED,
-            finished_at=now,
-            **released,
-            error=(
-                f"{reason} {job.attempts} time(s); giving up after "
-                f"{settings.JOB_MAX_ATTEMPTS} attempts."
-            ),
+            status=JobStatus.FAILED, finished_at=now, **released, error=error
         )
     else:
         outcome = "requeued"
@@ -66,12 +65,14 @@ def _put_back(job: Job, lease: Q, *, now: datetime, reason: str) -> str | None:
         )
     if not done:
         return None
-    _close_abandoned_steps(job.pk, now=now, reason=reason)
+    _close_abandoned_steps(job, now=now, reason=reason)
     if outcome == "requeued":
+        events.status_emit(job, JobStatus.QUEUED)
         transaction.on_commit(lambda: job_enqueue(job.pk))
     else:
         job.status = outcome
         webhooks.webhook_emit(job, outcome)
+        events.status_emit(job, outcome, error=error)
         metrics.JOBS.labels(job.kind, outcome).inc()
         job_after_run(job)
     return outcome

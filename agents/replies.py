@@ -38,6 +38,13 @@ _FRAME_ECHO = re.compile(
     re.IGNORECASE,
 )
 _QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»", "„": "“"}
+# Where a sentence ends inside a line: a tool or frame marker in a line that does not
+# start as a bullet cuts the line from the start of the sentence that holds it (or from the
+# marker itself, after more than MARKER_TAKES_WORDS words), so that what came before it,
+# which a stream may have shown, stays.
+#: How many words before a marker in its sentence the marker takes along.
+MARKER_TAKES_WORDS = 3
+_SENTENCE_END = re.compile("[.!?\u2026][\"'\u201d\u2019)\\]]*\\s+")
 
 
 @dataclass
@@ -75,11 +82,29 @@ def _drop_tool_lines(lines: list[str], removed: list[str]) -> list[str]:
         if index not in marked:
             kept.append(line)
             continue
-        inline = _INLINE_BULLET.search(line)  # "Hi there - camera: ... Arguments: ..."
-        head = line[: inline.start()] if inline else ""
+        head = line[: _head_end(line)]
         if head.strip() and not (_TOOL_LINE.search(head) or _FRAME_ECHO.search(head)):
             kept.append(head)
     return kept
+
+
+def _head_end(line: str) -> int:
+    """Where the invented part of a marked line starts: at an invented list that starts in
+    the line ("Hi there - camera: ... Arguments: ..."), or at the sentence holding the first
+    marker; a line that starts as a bullet is invented whole."""
+    cuts = []
+    inline = _INLINE_BULLET.search(line)
+    if inline:
+        cuts.append(inline.start())
+    markers = [m.start() for m in (_TOOL_LINE.search(line), _FRAME_ECHO.search(line)) if m]
+    if markers and not _BULLET.match(line):
+        first = min(markers)
+        ends = [m.end() for m in _SENTENCE_END.finditer(line, 0, first)]
+        sentence = ends[-1] if ends else 0
+        # A marker after a few words of its sentence takes them along ("(12 earlier
+        # messages are not shown)"); after more, the words before it stay.
+        cuts.append(sentence if len(line[sentence:first].split()) <= MARKER_TAKES_WORDS else first)
+    return min(cuts) if cuts else 0
 
 
 def _unquote(text: str, removed: list[str]) -> str:
@@ -96,6 +121,12 @@ def clean_reply(text: str, *, transcript: bool = False) -> CleanReply:
     ``transcript``: the reply continues a transcript (a base model's), where a later line
     in someone's name is an invented turn too."""
     removed: list[str] = []
+    text = clean_lines(text, removed, transcript=transcript)
+    return CleanReply(text=_unquote(text, removed), removed=removed)
+
+
+def clean_lines(text: str, removed: list[str], *, transcript: bool) -> str:
+    """:func:`clean_reply` but for the quotes around the whole reply."""
     text = text.strip()
     if _OWN_LABEL.match(text):
         removed.append("role_label")
@@ -103,5 +134,4 @@ def clean_reply(text: str, *, transcript: bool = False) -> CleanReply:
     lines = _cut_invented_turn(text.splitlines(), removed, transcript=transcript)
     lines = _drop_tool_lines(lines, removed)
     text = "\n".join(line.rstrip() for line in lines).strip()
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return CleanReply(text=_unquote(text, removed), removed=removed)
+    return re.sub(r"\n{3,}", "\n\n", text)

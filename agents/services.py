@@ -21,12 +21,13 @@ from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import fairness, webhooks
+from agents import events, fairness, webhooks
 from agents.models import (
     ACTIVE,
     TERMINAL,
     IdempotencyKey,
     Job,
+    JobEvent,
     JobKind,
     JobStatus,
     Step,
@@ -139,6 +140,7 @@ def job_create(
         trace_context=tracing.traceparent(),
         fair_key=fairness.fair_key(api_key.owner_id),
     )
+    events.status_emit(job, JobStatus.QUEUED, first=True)
     transaction.on_commit(lambda: _send_wakeup(job.pk))
     return job
 
@@ -223,6 +225,8 @@ def job_claim(job_id: str, *, token: str) -> Job | None:
                 started_at=Coalesce(F("started_at"), now),
                 attempts=F("attempts") + 1,
             )
+            if claimed:
+                events.status_emit(job, JobStatus.RUNNING)
             if claimed and webhooks.wants(job, "running"):
                 webhooks.webhook_emit(job, "running")
     except IntegrityError:
@@ -333,6 +337,7 @@ def step_start(
                 started_at=now,
                 **over,
             )
+            events.step_emit(job, step)
             if finished:
                 webhooks.webhook_emit(job, "step", step=step)
             return step
@@ -356,6 +361,7 @@ def step_finish(
             elapsed,
         )
         if ended:
+            events.step_emit(step.job, step)
             webhooks.webhook_emit(step.job, "step", step=step)
 
 
@@ -373,6 +379,7 @@ def _end(job: Job, *, token: str, status: str, from_statuses, **fields) -> bool:
             _end_open_steps(job)
             metrics.JOBS.labels(job.kind, status).inc()
             webhooks.webhook_emit(job, status)
+            events.status_emit(job, status, **fields)  # the job's last event
     return bool(ended)
 
 
@@ -428,17 +435,27 @@ def job_cancel(job: Job) -> str:
                 if changed:
                     job.status = JobStatus.CANCELLED
                     webhooks.webhook_emit(job, JobStatus.CANCELLED)
+                    events.status_emit(job, JobStatus.CANCELLED)
             if changed:
                 metrics.JOBS.labels(job.kind, job.status).inc()
                 _wake_next_chat(job)
                 return job.status
-        elif Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.CANCELLING, cancel_requested_at=now
-        ):
-            job.status = JobStatus.CANCELLING
+        elif _mark_cancelling(job, now=now):
             return job.status
     job.refresh_from_db(fields=["status"])
     return job.status
+
+
+def _mark_cancelling(job: Job, *, now: datetime) -> bool:
+    """running -> cancelling (the worker ends the job); False if it was not running."""
+    with transaction.atomic():
+        if not Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLING, cancel_requested_at=now
+        ):
+            return False
+        job.status = JobStatus.CANCELLING
+        events.status_emit(job, JobStatus.CANCELLING)
+    return True
 
 
 def _wake_next_chat(job: Job) -> None:
@@ -462,15 +479,16 @@ def job_after_run(job: Job) -> None:
 
 
 def job_prune(*, older_than: datetime, dry_run: bool = False) -> dict[str, int]:
-    """Deletes ended jobs (with their steps) from before ``older_than``, the gateway's usage
-    records of that age (``gateway.services.usage_prune``), and the Idempotency-Keys past
-    their ``IDEMPOTENCY_TTL``, in one transaction."""
+    """Deletes ended jobs (with their steps and events) from before ``older_than``, the
+    gateway's usage records of that age (``gateway.services.usage_prune``), and the
+    Idempotency-Keys past their ``IDEMPOTENCY_TTL``, in one transaction."""
     jobs = Job.objects.filter(status__in=TERMINAL, finished_at__lt=older_than)
     keys = IdempotencyKey.objects.filter(expires_at__lte=timezone.now())
     counts = {"jobs": jobs.count(), "steps": Step.objects.filter(job__in=jobs).count()}
     with transaction.atomic():
         if not dry_run:
             Step.objects.filter(job__in=jobs).delete()
+            JobEvent.objects.filter(job__in=jobs).delete()
             jobs.delete()
         counts.update(gateway_services.usage_prune(older_than=older_than, dry_run=dry_run))
         counts["idempotency_keys"] = keys.count()

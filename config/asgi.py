@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -153,18 +154,22 @@ class SharedThreadsASGIHandler(PooledThreadASGIHandler):
 
 
 class Application:
-    """Sends a request for one of ``settings.STATELESS_PATHS`` to the stateless handler,
-    any other to the handler of the whole chain."""
+    """Sends a request for one of ``settings.STATELESS_PATHS`` (or an event stream,
+    ``settings.EVENT_STREAM_PATHS``) to the stateless handler, any other to the handler of
+    the whole chain. An event stream stays open for minutes: in the whole chain it would
+    keep the thread its middleware ran in for as long (one per open stream)."""
 
     def __init__(self) -> None:
         self.stateless_paths = frozenset(settings.STATELESS_PATHS)
+        self.streams = re.compile(settings.EVENT_STREAM_PATHS)
         self.stateless = SharedThreadsASGIHandler(
             settings.STATELESS_MIDDLEWARE, threads=settings.STATELESS_THREADS
         )
         self.full = PooledThreadASGIHandler()
 
     async def __call__(self, scope, receive, send) -> None:
-        stateless = scope.get("path") in self.stateless_paths
+        path = scope.get("path", "")
+        stateless = path in self.stateless_paths or self.streams.fullmatch(path) is not None
         await (self.stateless if stateless else self.full)(scope, receive, send)
 
 

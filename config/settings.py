@@ -107,6 +107,8 @@ STATELESS_PATHS = (
     "/v1/embeddings",
     "/v1/models",
 )
+# The event streams (agents.event_views) take the same short path: they hold no thread.
+EVENT_STREAM_PATHS = r"/agent/(?:job|conversation)/[^/]+/events"
 STATELESS_MIDDLEWARE = [
     # Outermost: the request id and the metrics of every answer, errors included.
     "core.observe.RequestObserverMiddleware",
@@ -400,6 +402,13 @@ JOB_REAP_SECONDS = env_float("JOB_REAP_SECONDS", 5.0, minimum=0.1)
 JOB_REWAKE_SECONDS = env_int("JOB_REWAKE_SECONDS", 60, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_CANCEL_POLL_SECONDS = env_float("JOB_CANCEL_POLL_SECONDS", 0.5, minimum=0.05)
+# Job event streams (agents.events, agents.eventbus): a model call's tokens are written at
+# most once per EVENTS_TOKEN_SECONDS (coalesced); web processes on SQLite read new events
+# every EVENTS_POLL_SECONDS (PostgreSQL and Redis announce them); an idle stream sends a
+# keep-alive comment every EVENTS_KEEPALIVE_SECONDS.
+EVENTS_TOKEN_SECONDS = env_float("EVENTS_TOKEN_SECONDS", 0.05, minimum=0.0)
+EVENTS_POLL_SECONDS = env_float("EVENTS_POLL_SECONDS", 0.1, minimum=0.01)
+EVENTS_KEEPALIVE_SECONDS = env_float("EVENTS_KEEPALIVE_SECONDS", 15.0, minimum=0.1)
 # A stopping worker process lets its running jobs finish for this long, then hands the rest
 # back to the queue (keep it under the supervisor's grace: scripts/run.py waits 10 s).
 JOB_STOP_GRACE = env_float("JOB_STOP_GRACE", 5.0, minimum=0)

@@ -110,5 +110,7 @@ def model_call(
     the profile's (and a transcript's stops)."""
     if profile.is_transcript:
         options = {**transcript_stops(profile.options), **(options or {})}
-        return ModelCall(name=name, prompt=transcript(context), options=options)
-    return ModelCall(name=name, messages=chat_messages(context), options=dict(options or {}))
+        return ModelCall(name=name, prompt=transcript(context), options=options, cleaned=True)
+    return ModelCall(
+        name=name, messages=chat_messages(context), options=dict(options or {}), cleaned=True
+    )

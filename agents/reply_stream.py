@@ -1,0 +1,131 @@
+"""The reply cleaning of ``agents.replies`` on a reply that is still being generated.
+
+A client watching a chat's tokens must never see text that the stored reply then drops.
+:class:`ReplyStream` is fed the model's raw text as it arrives and gives out only the part
+of the cleaned reply that no later text can change; :meth:`ReplyStream.finish` gives the
+rest. What it gave out, put together, is :func:`~agents.replies.clean_reply` of the whole
+text.
+
+What is held back, and why (each rule of the cleaning decides on a part of the text once
+that part is complete):
+* a line whose start is not yet decided: it may become an invented turn (``User:``), a
+  speaker's turn in a transcript, the reply's own label, or a bullet;
+* a run of bullet lines at the end (and what follows): a tool line after them would drop
+  them too;
+* the rest of the last line after its last complete sentence (but for its words more than
+  six from the end once it has ten), and from where an invented list may start in it
+  (`` - name:``): a tool or frame marker later in the line cuts the line from the
+  sentence that holds it, or from the marker (of six words at most) after the sentence's
+  first few words;
+* a reply that starts with a quote, until a quote inside it shows it is not one quoted
+  whole.
+"""
+
+import logging
+import re
+
+from agents.replies import (
+    _BULLET,
+    _FRAME_ECHO,
+    _OWN_LABEL,
+    _QUOTES,
+    _SENTENCE_END,
+    _TOOL_LINE,
+    MARKER_TAKES_WORDS,
+    CleanReply,
+    clean_lines,
+    clean_reply,
+)
+
+logger = logging.getLogger(__name__)
+
+# Where an invented list may start inside a line (``_INLINE_BULLET`` once complete).
+_INLINE_START = re.compile(r"\s[-*•]")
+# A complete word (a space follows it), and the most words a marker has.
+_WORD = re.compile(r"\S+(?=\s)")
+_MARKER_WORDS = 6
+# The characters of every label the cleaning looks for at a line's start.
+_LABEL_CHARS = re.compile(r"[\w'.\- \t]*")
+
+
+def _start_decided(line: str) -> bool:
+    """Whether the rules that look at a line's start have all the text they need."""
+    stripped = line.lstrip()
+    if _OWN_LABEL.match(stripped):  # what follows the reply's own label is its first line
+        stripped = _OWN_LABEL.sub("", stripped, count=1)
+    if not stripped or stripped[0] in "-*•":
+        return False
+    label, colon, rest = stripped.partition(":")
+    if colon:
+        return bool(rest.strip()) or not _LABEL_CHARS.fullmatch(label)
+    return not _LABEL_CHARS.fullmatch(stripped) or len(stripped.split()) >= 3
+
+
+def _is_bullet(line: str) -> bool:
+    """A bullet line (after the reply's own label, which the first line may carry)."""
+    return bool(_BULLET.match(line) or _BULLET.match(_OWN_LABEL.sub("", line.lstrip(), count=1)))
+
+
+class ReplyStream:
+    """Cleans a reply as it streams: :meth:`feed` the raw deltas, show what it returns."""
+
+    def __init__(self, *, transcript: bool = False) -> None:
+        self.transcript = transcript
+        self.raw = ""
+        self.sent = ""
+
+    def feed(self, delta: str) -> str:
+        """Takes a raw delta; returns the text that may be shown now (possibly empty)."""
+        self.raw += delta
+        safe = self._safe()
+        if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
+            return ""
+        new, self.sent = safe[len(self.sent) :], safe
+        return new
+
+    def finish(self) -> tuple[str, CleanReply]:
+        """The text still to show, and the whole cleaned reply (what :meth:`feed` gave out
+        followed by that text)."""
+        final = clean_reply(self.raw, transcript=self.transcript)
+        if not final.text.startswith(self.sent):  # the rules above are meant to prevent it
+            logger.error("A streamed reply was cleaned differently once complete")
+            return "", final
+        rest, self.sent = final.text[len(self.sent) :], final.text
+        return rest, final
+
+    def _safe(self) -> str:
+        text = clean_lines(self.raw[: self._decided_end()], [], transcript=self.transcript)
+        if text and text[0] in _QUOTES:
+            inner = text[1:-1]
+            if text[0] not in inner and _QUOTES[text[0]] not in inner:
+                return ""  # it may yet be one quote, whose marks are removed
+        return text
+
+    def _decided_end(self) -> int:
+        """Where the raw text stops being decided (see the module)."""
+        lines = self.raw.splitlines(keepends=True)
+        tail = (
+            lines.pop()
+            if lines and lines[-1] == lines[-1].rstrip("\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+            else ""
+        )
+        held_bullet, kept = False, len(lines)
+        while kept and (not lines[kept - 1].strip() or _is_bullet(lines[kept - 1])):
+            held_bullet = held_bullet or bool(lines[kept - 1].strip())
+            kept -= 1
+        end = sum(len(line) for line in lines[:kept])
+        if held_bullet or not _start_decided(tail):
+            return end
+        start = len(self.raw) - len(tail)
+        found = _INLINE_START.search(tail)
+        limit = found.start() if found else len(tail)
+        if _TOOL_LINE.search(tail, 0, limit) or _FRAME_ECHO.search(tail, 0, limit):
+            return start + limit  # the line's fate is sealed: the cleaning sees why
+        ends = [m.end() for m in _SENTENCE_END.finditer(tail, 0, limit)]
+        sentence = ends[-1] if ends else 0
+        # The sentence being written: a marker still to come cuts it at the marker, or from
+        # its start while it is within the first few words (agents.replies._head_end).
+        words = [m.end() for m in _WORD.finditer(tail, sentence, limit)]
+        if len(words) > MARKER_TAKES_WORDS + _MARKER_WORDS:
+            return start + words[-1 - _MARKER_WORDS]
+        return start + sentence if ends else end

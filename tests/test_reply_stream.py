@@ -1,0 +1,87 @@
+"""The reply cleaning on a stream: what it gives out as the text arrives is, put together,
+exactly the reply cleaned once complete (pure functions; property-based)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.replies import clean_reply
+from agents.reply_stream import ReplyStream
+
+# Pieces of what small models write, good and bad.
+PIECES = [
+    "Hello",
+    " there",
+    ", my name is Adam",
+    ".",
+    " ",
+    "\n",
+    "\n\n",
+    "User: hi",
+    "Assistant:",
+    " Marta: yes",
+    "Marta Silva: no",
+    "- camera: Takes a photo.",
+    " Arguments: {}",
+    '{"tool": "search_history", "arguments": {"query": "x. y"}}',
+    " - milk: two litres",
+    "- eggs",
+    "(12 earlier messages are not shown here.)",
+    "Recent messages:",
+    '"',
+    "“",
+    "”",
+    "'",
+    "Rome",
+    "!",
+    "? ",
+    "Step one: mix it",
+    "\r\n",
+    "  ",
+    "e.g. this",
+    "The assistant can use tools",
+]
+
+
+def streamed(raw: str, cuts: list[int], *, transcript: bool) -> tuple[str, str]:
+    stream = ReplyStream(transcript=transcript)
+    shown, start = [], 0
+    for cut in [*sorted({c % (len(raw) + 1) for c in cuts}), len(raw)]:
+        shown.append(stream.feed(raw[start:cut]))
+        start = cut
+    rest, final = stream.finish()
+    return "".join(shown) + rest, final.text
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), max_size=14),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+    transcript=st.booleans(),
+)
+def test_what_a_stream_shows_is_the_reply_cleaned_once_complete(pieces, cuts, transcript):
+    raw = "".join(pieces)
+    shown, final = streamed(raw, cuts, transcript=transcript)
+    assert shown == final == clean_reply(raw, transcript=transcript).text
+
+
+@pytest.mark.parametrize(
+    ("raw", "early"),
+    [
+        ("Paris is the capital of France. It has", "Paris is the capital of France."),
+        ("Hello, my name is Adam - camera: Takes", ""),
+        ("Sure.\nUser: And", "Sure."),
+        ('"Rome', ""),
+        ("Fine, thanks. Arguments", "Fine, thanks."),
+    ],
+)
+def test_a_stream_shows_what_no_later_text_can_change(raw, early):
+    stream = ReplyStream()
+    assert stream.feed(raw) == early
+
+
+def test_a_long_sentence_streams_before_the_reply_ends():
+    stream = ReplyStream()
+    shown = [stream.feed(word + " ") for word in ["One.", "Two.", "Three.", "Four"]]
+    assert "".join(shown) == "One. Two. Three."
+    assert stream.finish()[0] == " Four"
