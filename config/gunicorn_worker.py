@@ -13,6 +13,7 @@ import importlib
 import json
 import logging
 import re
+import resource
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -164,6 +165,18 @@ def _redact(value: Any) -> Any:
     return _SECRET_PARAM.sub(r"\1[redacted]", _KEY_IN_TEXT.sub(r"\1_[redacted]", value))
 
 
+def _allow_open_files(connections: int) -> None:
+    """Raises this process's limit of open files to what its connections need (an event
+    stream keeps its socket open for minutes; a common soft limit is 1,024), within the
+    hard limit the system sets."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + 256  # its database, runtime and log files besides
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        limit = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+
 class Worker(UvicornWorker):
     # Django speaks no ASGI lifespan, so it is not offered.
     CONFIG_KWARGS = {"loop": "auto", "http": GuardedProtocol, "lifespan": "off"}
@@ -174,5 +187,6 @@ class Worker(UvicornWorker):
         # uvicorn answers 503 (server_busy, above) instead of taking more connections than
         # the process can hold.
         self.config.limit_concurrency = self.cfg.worker_connections
+        _allow_open_files(self.cfg.worker_connections)
         for name in ("uvicorn.access", "gunicorn.access"):
             logging.getLogger(name).addFilter(RedactKeys())
