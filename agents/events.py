@@ -19,7 +19,6 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -194,6 +193,3 @@ class TokenEvents:
             event_emit(self.job, JobEventType.TOKEN, {"step": self.step_index, "text": text})
         self._last_write = time.monotonic()
         release_pooled_connections()  # the model still generates: hold no connection
-
-
-DeltaSink = Callable[[str], None]
