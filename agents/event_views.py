@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 
 from agents import eventbus, selectors
 from agents.event_serializers import JobStreamEventSerializer
+from agents.examples import JOB_EVENTS
 from agents.models import Job
 from core.errors import to_answer
 from core.exceptions import InvalidInput
@@ -124,6 +125,7 @@ class JobEventsView(StreamView):
     @extend_schema(
         operation_id="job_events",
         parameters=[LAST_EVENT_ID, LAST_EVENT_ID_QUERY],
+        examples=JOB_EVENTS,
         responses={
             (200, "text/event-stream"): OpenApiResponse(
                 JobStreamEventSerializer,

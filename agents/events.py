@@ -28,7 +28,7 @@ from django.db.models import Max
 
 from agents.event_models import JobEvent, JobEventType
 from agents.models import TERMINAL, Job, Step
-from core.db import release_pooled_connections
+from core.db import release_pooled_connections, retry_if_dropped_at_commit
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,19 @@ class TokenEvents:
         if not text:
             return
         self._pending.clear()
-        with transaction.atomic():
-            event_emit(self.job, JobEventType.TOKEN, {"step": self.step_index, "text": text})
+        data = {"step": self.step_index, "text": text}
+        before = _last_seq.get(self.job.pk) or _next_seq(self.job.pk) - 1
+
+        def write() -> JobEvent:
+            with transaction.atomic():
+                return event_emit(self.job, JobEventType.TOKEN, data)
+
+        def committed() -> JobEvent | None:  # a write whose commit was cut: did it land?
+            found = JobEvent.objects.filter(job_id=self.job.pk, seq__gt=before, data=data)
+            return found.filter(type=JobEventType.TOKEN).first()
+
+        # The model keeps generating while the database drops a connection: the text is
+        # written once, on a new one (a duplicate or a loss would break the stream's text).
+        retry_if_dropped_at_commit(write, committed=committed)
         self._last_write = time.monotonic()
         release_pooled_connections()  # the model still generates: hold no connection

@@ -1,6 +1,8 @@
 """Examples of the job endpoints' requests and answers for the API docs (the demo profile,
 plausible scope ids), checked against the schema by tests/test_schema.py."""
 
+from drf_spectacular.utils import OpenApiExample
+
 from core.schema import example
 
 JOB_ID = "job_01JDX7Q2M8K4Z9V3T6R5N1B0CA"
@@ -89,3 +91,33 @@ WEBHOOK_SECRET_ROTATE = example(
         },
     },
 )
+
+
+def _event(name: str, value: dict) -> OpenApiExample:
+    return OpenApiExample(
+        name, value=value, response_only=True, status_codes=["200"], media_type=EVENT_STREAM
+    )
+
+
+EVENT_STREAM = "text/event-stream"
+# The events of a stream (each is sent as its ``id:``, ``event:`` and ``data:`` lines).
+JOB_EVENTS = [
+    _event("status", {"id": 2, "event": "status", "data": {"job_id": JOB_ID, "status": "running"}}),
+    _event("token", {"id": 7, "event": "token", "data": {"step": 1, "text": "17 + 25 is 42"}}),
+    _event(
+        "finished",
+        {
+            "id": 12,
+            "event": "status",
+            "data": {
+                "job_id": JOB_ID,
+                "status": "finished",
+                "final_result": {
+                    "text": "126",
+                    "answered_by": "calculator",
+                    "verified": True,
+                },
+            },
+        },
+    ),
+]

@@ -121,7 +121,9 @@ def test_every_operation_has_an_example_request_and_answer_that_match_its_schema
                 assert content.get("examples"), f"{where}: no example request"
                 for shown in content["examples"].values():
                     _validate(schema, content["schema"], shown["value"])
-            answer = operation["responses"]["200"]["content"]["application/json"]
+            answers = operation["responses"]["200"]["content"]
+            # An event stream's example answers are its events (each one's id, event, data).
+            answer = answers.get("application/json") or answers["text/event-stream"]
             assert answer.get("examples"), f"{where}: no example answer"
             for shown in answer["examples"].values():
                 _validate(schema, answer["schema"], shown["value"])
