@@ -50,7 +50,9 @@ READ_BATCH = 500
 #: Pause before a failed read or connection is tried again.
 RETRY_SECONDS = 0.5
 
-_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="events-db")
+#: Threads of the bus's reads (``db``), shared by every stream of the process.
+DB_THREADS = 2
+_executor = ThreadPoolExecutor(max_workers=DB_THREADS, thread_name_prefix="events-db")
 
 
 async def db(func: Callable[..., T], *args: Any, inline: bool = False) -> T:

@@ -218,12 +218,27 @@ def test_clients_that_connect_and_go_away_leave_no_watch_task_or_thread(
         tasks = asyncio.run_coroutine_threadsafe(count(), loop).result(timeout=10)
         return sum(len(w) for w in hub.watches.values()), len(hub.tasks), tasks
 
-    for _ in range(20):  # the server's bounded thread pools fill up
+    def threads() -> tuple[int, dict[str, int]]:
+        """Threads outside the server's bounded pools, and those in each pool."""
+        pools = {"events-db": 0, "stateless": 0}
+        others = 0
+        for thread in threading.enumerate():
+            pool = next((p for p in pools if thread.name.startswith(p)), None)
+            if pool is None:
+                others += 1
+            else:
+                pools[pool] += 1
+        return others, pools
+
+    for _ in range(20):
         connect_and_leave()
     idle = wait_for(lambda: (s := bus_state())[:2] == (0, 0) and s, what="the bus to stop")
-    threads = threading.active_count()
+    others = threads()[0]
     for _ in range(500):
         connect_and_leave()
     # Every stream's watch is gone; a moment later the bus's own tasks stop too.
     wait_for(lambda: bus_state() == idle, what="the streams and the bus to be gone")
-    assert threading.active_count() <= threads
+    after, pools = threads()
+    assert after <= others
+    assert pools["events-db"] <= eventbus.DB_THREADS
+    assert pools["stateless"] <= settings.STATELESS_THREADS
