@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0009_webhooks"),
+        ("agents", "0011_job_fair_key"),
     ]
 
     operations = [
