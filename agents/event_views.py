@@ -33,9 +33,11 @@ from gateway.openai_sse import event_stream
 from gateway.ratelimit import Bucket, take_slot
 from gateway.views import render
 
+# A non-negative integer, of 18 digits at most (larger ids are refused like other text).
+EVENT_ID = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
 LAST_EVENT_ID = OpenApiParameter(
     "Last-Event-ID",
-    int,
+    EVENT_ID,
     OpenApiParameter.HEADER,
     required=False,
     description="Resume after this event id (what an EventSource sends when it reconnects): "
@@ -44,7 +46,7 @@ LAST_EVENT_ID = OpenApiParameter(
 )
 LAST_EVENT_ID_QUERY = OpenApiParameter(
     "last_event_id",
-    int,
+    EVENT_ID,
     OpenApiParameter.QUERY,
     required=False,
     description="`Last-Event-ID` for clients that cannot set headers (the header wins).",
