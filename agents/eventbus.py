@@ -334,8 +334,8 @@ async def job_events(
 ) -> AsyncIterator[Event | None]:
     """The job's events after ``after`` (the first one on, with 0), then live ones as they
     come, ending with the terminal status event; ``None`` after ``keepalive`` seconds with
-    none. An ``after`` beyond the last event means live events only. ``poll``: read the
-    table every ``EVENTS_POLL_SECONDS`` instead of watching (no lasting event loop)."""
+    none. An ``after`` beyond the last event means live events only. ``poll``: no lasting
+    event loop (WSGI): the events stored so far, then the end."""
     async with (polling if poll else watch)(f"job:{job_id}") as watched:
         top, over, batch = await _retrying(_open, job_id, after, inline=poll)
         last = min(after, top)
@@ -350,7 +350,9 @@ async def job_events(
             if len(batch) == READ_BATCH:
                 batch = await _retrying(_read, job_id, last, inline=poll)
                 continue
-            if over:  # an ended job without a terminal event (older than the events)
+            # An ended job without a terminal event (older than the events); or no lasting
+            # event loop to wait on (WSGI: Django's test server): what is stored, then the end.
+            if over or poll:
                 return
             if not await watched.wait(keepalive):
                 batch = []
