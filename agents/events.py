@@ -28,7 +28,7 @@ from django.db.models import Max
 
 from agents.event_models import JobEvent, JobEventType
 from agents.models import TERMINAL, Job, Step
-from core.db import release_pooled_connections, retry_if_dropped_at_commit
+from core.db import release_pooled_connections, run_again_if_dropped_at_commit
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +202,6 @@ class TokenEvents:
 
         # The model keeps generating while the database drops a connection: the text is
         # written once, on a new one (a duplicate or a loss would break the stream's text).
-        retry_if_dropped_at_commit(write, committed=committed)
+        run_again_if_dropped_at_commit(write, committed=committed)
         self._last_write = time.monotonic()
         release_pooled_connections()  # the model still generates: hold no connection
