@@ -41,9 +41,11 @@ class AgentProfile(models.Model):
     )
     unknown_reply = models.CharField(
         max_length=200,
+        blank=True,
         default="I don't know.",
         help_text="A chat's reply when the model's answers, asked again, kept borrowing from "
-        "the prompt (its example's facts, the previous reply, a value the user never gave).",
+        "the prompt (its example's facts, the previous reply, a value the user never gave); "
+        'left blank, "I don\'t know."',
     )
     context_window = models.PositiveIntegerField(
         default=2048, help_text="Tokens the model can read: prompt and answer together."

@@ -26,11 +26,11 @@ def _clean_scopes(scopes: Iterable[str]) -> list[str]:
     return cleaned
 
 
-@transaction.atomic
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
 
+@transaction.atomic
 def api_key_create(
     *,
     name: str,
