@@ -2,7 +2,12 @@ from django.contrib import admin
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import (
+    HttpRequest,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -10,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
-from agents import services
+from agents import live_admin, services
 from agents.models import AgentProfile, IdempotencyKey, Job, JobStatus, Step
 from agents.prompt_view import prompt_views
 from agents.webhook_admin import WebhookDeliveryInline
@@ -107,8 +112,10 @@ class JobAdmin(HistoryAdmin):
 
     def get_urls(self):
         cancel = self.admin_site.admin_view(self.cancel_view)
+        stream = self.admin_site.admin_view(self.events_view)
         return [
             path("<path:object_id>/cancel/", cancel, name="agents_job_cancel"),
+            path("<path:object_id>/events/", stream, name="agents_job_events"),
             *super().get_urls(),
         ]
 
@@ -132,6 +139,13 @@ class JobAdmin(HistoryAdmin):
         else:
             self.message_user(request, f"Job {job.pk} is {status}.")
         return HttpResponseRedirect(reverse("admin:agents_job_change", args=[quote(job.pk)]))
+
+    def events_view(self, request: HttpRequest, object_id: str) -> StreamingHttpResponse:
+        """The job's event stream under the staff session, for its live page."""
+        job = get_object_or_404(Job, pk=unquote(object_id))
+        if not self.has_view_permission(request, job):
+            raise PermissionDenied
+        return live_admin.job_stream(request, job)
 
     @admin.display(description="status", ordering="status")
     def status_colour(self, obj: Job) -> str:
@@ -181,6 +195,9 @@ class JobAdmin(HistoryAdmin):
 
     @admin.display(description="timeline")
     def timeline(self, obj: Job) -> str:
+        # Read before the steps: an event written in between is then both shown and sent
+        # (the page shows a step once), never neither.
+        last_event_id = live_admin.last_seq(obj)
         steps = list(obj.steps.order_by("index")[: STEPS_SHOWN + 1])
         all_steps = reverse("admin:agents_step_changelist") + "?" + urlencode({"job": obj.pk})
         views = prompt_views(obj, steps[:STEPS_SHOWN])
@@ -192,6 +209,11 @@ class JobAdmin(HistoryAdmin):
                 "more": len(steps) > STEPS_SHOWN,
                 "total": obj.steps.count() if len(steps) > STEPS_SHOWN else len(steps),
                 "all_steps_url": all_steps,
+                # A job still going is followed live (live.js); an ended one is all here.
+                "events_url": ""
+                if obj.is_terminal
+                else reverse("admin:agents_job_events", args=[quote(obj.pk)]),
+                "last_event_id": last_event_id,
             },
         )
 
@@ -227,6 +249,13 @@ class StepAdmin(HistoryAdmin):
         "output_readable",
     )
     readonly_fields = fields
+
+    def events_view(self, request: HttpRequest, object_id: str) -> StreamingHttpResponse:
+        """The job's event stream under the staff session, for its live page."""
+        job = get_object_or_404(Job, pk=unquote(object_id))
+        if not self.has_view_permission(request, job):
+            raise PermissionDenied
+        return live_admin.job_stream(request, job)
 
     @admin.display(description="status", ordering="status")
     def status_colour(self, obj: Step) -> str:

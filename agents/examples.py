@@ -93,7 +93,8 @@ WEBHOOK_SECRET_ROTATE = example(
 )
 
 
-def _event(name: str, value: dict) -> OpenApiExample:
+def stream_event(name: str, value: dict) -> OpenApiExample:
+    """An event of a stream's 200 answer, as its example."""
     return OpenApiExample(
         name, value=value, response_only=True, status_codes=["200"], media_type=EVENT_STREAM
     )
@@ -102,9 +103,13 @@ def _event(name: str, value: dict) -> OpenApiExample:
 EVENT_STREAM = "text/event-stream"
 # The events of a stream (each is sent as its ``id:``, ``event:`` and ``data:`` lines).
 JOB_EVENTS = [
-    _event("status", {"id": 2, "event": "status", "data": {"job_id": JOB_ID, "status": "running"}}),
-    _event("token", {"id": 7, "event": "token", "data": {"step": 1, "text": "17 + 25 is 42"}}),
-    _event(
+    stream_event(
+        "status", {"id": 2, "event": "status", "data": {"job_id": JOB_ID, "status": "running"}}
+    ),
+    stream_event(
+        "token", {"id": 7, "event": "token", "data": {"step": 1, "text": "17 + 25 is 42"}}
+    ),
+    stream_event(
         "finished",
         {
             "id": 12,

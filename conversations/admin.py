@@ -1,13 +1,18 @@
 from django.contrib import admin
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
 from agents.models import Job
+from conversations import events, vectors
 from conversations import transcript as transcripts
-from conversations import vectors
+from conversations.event_views import staff_stream
 from conversations.models import Conversation, EmbeddingCatchUp, Message
 from core.admin import HistoryAdmin, status_badge
 
@@ -78,10 +83,36 @@ class ConversationAdmin(HistoryAdmin):
         every = _changelist("agents_job", conversation=obj.pk)
         return format_html('<ul>{}</ul><a href="{}">All jobs of this conversation</a>', rows, every)
 
+    class Media:
+        js = ("backoffice/live.js",)
+
+    def get_urls(self):
+        stream = self.admin_site.admin_view(self.events_view)
+        return [
+            path("<path:object_id>/events/", stream, name="conversations_conversation_events"),
+            *super().get_urls(),
+        ]
+
+    def events_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The conversation's event stream under the staff session, for the live transcript
+        (the API's stream takes keys, which a browser page does not hold)."""
+        conversation = get_object_or_404(Conversation, pk=unquote(object_id))
+        if not self.has_view_permission(request, conversation):
+            raise PermissionDenied
+        return staff_stream(request, conversation.pk)
+
     @admin.display(description="transcript")
     def transcript(self, obj: Conversation) -> str:
         every = _changelist("conversations_message", conversation__id__exact=obj.pk)
-        context = {**transcripts.transcript(obj), "message_list_url": every}
+        # Read before the messages: one stored in between is then both shown and sent (the
+        # page shows it once), never neither.
+        last_event_id = events.last_seq(obj.pk)
+        context = {
+            **transcripts.transcript(obj),
+            "message_list_url": every,
+            "events_url": reverse("admin:conversations_conversation_events", args=[quote(obj.pk)]),
+            "last_event_id": last_event_id,
+        }
         return render_to_string("admin/conversations/conversation/transcript.html", context)
 
 

@@ -1,6 +1,7 @@
 """Examples of the chat endpoints' requests and answers for the API docs (the demo profile,
 plausible scope ids), checked against the schema by tests/test_schema.py."""
 
+from agents.examples import stream_event
 from core.schema import example
 
 CONVERSATION_ID = "conv_01JDX7R0C4W8H2M6P9S3D5F7GA"
@@ -40,3 +41,20 @@ CONVERSATION = example(
         },
     },
 )
+# Two events of GET /agent/conversation/{id}/events.
+CONVERSATION_EVENTS = [
+    stream_event(
+        "message",
+        {
+            "id": 7,
+            "event": "message",
+            "data": {
+                "role": "user",
+                "content": "My printer is called Hermes.",
+                "created_at": "2026-11-25T09:31:00.100000+00:00",
+                "seq": 3,
+            },
+        },
+    ),
+    stream_event("token", {"id": 8, "event": "token", "data": {"step": 1, "text": "Nice"}}),
+]

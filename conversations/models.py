@@ -147,3 +147,44 @@ class EmbeddingCatchUp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} below {self.below_id}"
+
+
+class ConversationEventType(models.TextChoices):
+    MESSAGE = "message"
+    TOKEN = "token"
+
+
+class ConversationEvent(models.Model):
+    """One event of a conversation's stream (``GET /agent/conversation/{id}/events``): a
+    stored message, or a piece of a reply being generated (copied from its chat job's
+    ``token`` event). ``seq`` is the event's id in the stream: 1, 2, 3, ... within the
+    conversation, in the order the events were committed (``conversations.events``).
+    A token event goes with its job (pruned with it); a message event with its message."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=8, choices=ConversationEventType.choices)
+    data = models.JSONField(default=dict)
+    job = models.ForeignKey(
+        "agents.Job", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("conversation_id", "seq")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("conversation", "seq"), name="unique_event_seq_per_conversation"
+            ),
+            models.CheckConstraint(condition=Q(seq__gte=1), name="conversation_event_seq_positive"),
+            models.CheckConstraint(
+                condition=Q(type__in=ConversationEventType.values),
+                name="conversation_event_type_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} #{self.seq} {self.type}"

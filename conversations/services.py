@@ -22,7 +22,7 @@ from django.utils import timezone
 from agents import services as jobs
 from agents.models import ACTIVE, AgentProfile, Job, JobKind, JobStatus
 from agents.selectors import profile_get
-from conversations import tokens
+from conversations import events, tokens
 from conversations.frame import message_limit
 from conversations.models import Conversation, Message, OnBusy, Role
 from core.db import run_again_if_dropped_at_commit
@@ -173,6 +173,7 @@ def chat_start(
         token_estimate=prompt_tokens,
         job=job,
     )
+    events.messages_stored([message])
     return conversation, job, message
 
 
@@ -217,6 +218,7 @@ def message_store_reply(*, job: Job, token: str, content: str, token_estimate: i
                 job=job,
             )
             _count_message(job.conversation_id)
+            events.messages_stored([reply])
             return reply
     except IntegrityError:
         existing = Message.objects.filter(job=job, role=Role.ASSISTANT).first()
@@ -250,8 +252,8 @@ def messages_import(
     if not rows:
         return 0
     first = _take_seqs(conversation.pk, seqs=len(rows), messages=len(rows))
-    Message.objects.bulk_create(
-        (
+    stored = Message.objects.bulk_create(
+        [
             Message(
                 conversation=conversation,
                 seq=first + offset,
@@ -260,9 +262,10 @@ def messages_import(
                 token_estimate=tokens.estimate(content),
             )
             for offset, (role, content) in enumerate(rows)
-        ),
+        ],
         batch_size=batch_size,
     )
+    events.messages_stored(stored)
     conversation.refresh_from_db(fields=["last_seq", "message_count", "updated_at"])
     return len(rows)
 
