@@ -6,7 +6,9 @@ or of the ids in ``metadata.source`` / ``metadata.scope_type`` / ``metadata.scop
 exactly as ``POST /agent/chat`` does (the key's agent scope and limits). The agent owns the
 history: only the last ``user`` message is the new prompt. The answer waits for the job and
 carries ``conversation_id`` and ``job_id``; a failed or cancelled job is an error, and a
-client that goes away cancels the job. Every other model is the gateway's face.
+client that goes away cancels the job (as it cancels the runtime call of any other model).
+Streamed, the reply's tokens are relayed from the job's events as the worker generates them.
+Every other model is the gateway's face.
 """
 
 import asyncio
@@ -17,6 +19,7 @@ from typing import Any
 
 from django.db.models import Sum
 
+from agents import eventbus
 from agents import services as jobs
 from agents.models import TERMINAL, AgentProfile, Job, JobStatus
 from conversations import services
@@ -26,9 +29,12 @@ from gateway import services as gateway_services
 from gateway.dbthread import in_thread
 from gateway.models import ApiKey, Scope, UsageRecord
 from gateway.openai_serializers import ChatCompletionRequestSerializer
+from gateway.openai_sse import Pieces
 from gateway.ratelimit import Bucket, take_slot
 
 PREFIX = "agent/"
+# The chat agent's model calls whose text may be the reply (its summary is another step).
+REPLY_STEP = "reply"
 SOURCE, SCOPE_TYPE = "openai", "user"
 # How often a waiting request reads its job's status: from the first interval, doubling
 # up to the last.
@@ -110,17 +116,50 @@ async def wait_for_reply(chat: AgentChat) -> str:
     except asyncio.CancelledError:
         await in_thread(_cancel, chat.job_id)
         raise
+    return _reply_of(chat, state)
+
+
+def _reply_of(chat: AgentChat, state: dict[str, Any]) -> str:
+    """The reply of the chat's ended job (``state``: its status and ``final_result`` or
+    ``error``); :class:`JobFailed` / :class:`JobCancelled` when it did not finish."""
     if state["status"] == JobStatus.FAILED:
-        raise JobFailed(job_id=chat.job_id, error=state["error"] or "failed")
+        raise JobFailed(job_id=chat.job_id, error=state.get("error") or "failed")
     if state["status"] == JobStatus.CANCELLED:
         raise JobCancelled(job_id=chat.job_id)
-    return str(((state["final_result"] or {}).get("message") or {}).get("content") or "")
+    return str(((state.get("final_result") or {}).get("message") or {}).get("content") or "")
 
 
-async def _pieces(text: str, result: gateway_services.ModelCallResult):
-    for piece in openai_wire.word_pieces(text):
-        yield piece
-    yield result
+async def _reply_pieces(chat: AgentChat, started: float) -> Pieces:
+    """The reply as the job generates it: the text of the ``token`` events of its ``reply``
+    model calls, relayed from the job's event stream; then, once the job finished, the rest
+    of the stored reply (none when the stream carried it all) and the call's result.
+    A failed or cancelled job raises :class:`JobFailed` / :class:`JobCancelled`. Closed
+    before the job ended (the client went away), it cancels the job."""
+    replies: set[int] = set()
+    sent: list[str] = []
+    ended = False
+    try:
+        async with contextlib.aclosing(eventbus.job_events(chat.job_id)) as job_events:
+            async for event in job_events:
+                if event.type == "step" and event.data.get("name") == REPLY_STEP:
+                    replies.add(event.data["index"])
+                elif event.type == "token" and event.data["step"] in replies:
+                    sent.append(event.data["text"])
+                    yield event.data["text"]
+                elif event.type == "status" and event.data["status"] in TERMINAL:
+                    ended = True
+                    state = event.data
+    finally:
+        if not ended:
+            await asyncio.shield(in_thread(_cancel, chat.job_id))
+    text = _reply_of(chat, state)
+    streamed = "".join(sent)
+    if text.startswith(streamed) and len(text) > len(streamed):
+        yield text[len(streamed) :]
+    tokens = await in_thread(_job_tokens, chat.job_id)
+    yield gateway_services.ModelCallResult(
+        model=chat.model, response=text, elapsed=time.perf_counter() - started, **tokens
+    )
 
 
 class ChatCompletionsView(openai_views.ChatCompletionsView):
@@ -131,37 +170,34 @@ class ChatCompletionsView(openai_views.ChatCompletionsView):
         if not (isinstance(model, str) and model.startswith(PREFIX)):
             return await super().complete(plain, data, started)
         chat = await in_thread(start_agent_chat, plain, data)
-        text = await wait_for_reply(chat)
-        tokens = await in_thread(_job_tokens, chat.job_id)
         extra = {"conversation_id": chat.conversation_id, "job_id": chat.job_id}
         answer_id, created = openai_views.new_id("chatcmpl"), int(time.time())
-        if not chat.fields["stream"]:
-            return openai_views.json_answer(
-                openai_wire.chat_completion(
+        if chat.fields["stream"]:
+            pieces = _reply_pieces(chat, started)
+            return await openai_sse.event_stream(
+                self.request,
+                openai_sse.chat_events(
+                    await openai_sse.first_of(pieces),
+                    pieces,
                     id=answer_id,
                     created=created,
                     model=chat.model,
-                    text=text,
-                    finish_reason="stop",
+                    with_usage=openai_views.include_usage(chat.fields),
                     extra=extra,
-                    **tokens,
-                )
+                ),
             )
-        result = gateway_services.ModelCallResult(
-            model=chat.model, response=text, elapsed=time.perf_counter() - started, **tokens
-        )
-        pieces = _pieces(text, result)
-        return await openai_sse.event_stream(
-            self.request,
-            openai_sse.chat_events(
-                await anext(pieces),
-                pieces,
+        text = await wait_for_reply(chat)
+        tokens = await in_thread(_job_tokens, chat.job_id)
+        return openai_views.json_answer(
+            openai_wire.chat_completion(
                 id=answer_id,
                 created=created,
                 model=chat.model,
-                with_usage=openai_views.include_usage(chat.fields),
+                text=text,
+                finish_reason="stop",
                 extra=extra,
-            ),
+                **tokens,
+            )
         )
 
 
