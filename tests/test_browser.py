@@ -59,10 +59,9 @@ def browser() -> Iterator:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = unsafe
 
 
-@pytest.fixture
-def page(browser, live_server, superuser, plain_static_storage):
-    """A staff member's page, logged in through the admin's login form, 1,400 px wide."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def staff_page(browser, base_url: str) -> tuple:
+    """A new browser context and its page, 1,400 px wide, logged in as the superuser through
+    the admin's login form at ``base_url``; and the list its errors are gathered in."""
     context = browser.new_context(viewport={"width": WIDTH, "height": 1000})
     page = context.new_page()
     errors: list[str] = []
@@ -75,11 +74,19 @@ def page(browser, live_server, superuser, plain_static_storage):
         ),
     )
     page.set_default_timeout(20_000)
-    page.goto(live_server.url + reverse("admin:login"))
+    page.goto(base_url + reverse("admin:login"))
     page.fill("#id_username", "boss")
     page.fill("#id_password", STAFF_PASSWORD)
     page.click("input[type=submit]")
-    page.wait_for_url(live_server.url + reverse("admin:index"))
+    page.wait_for_url(base_url + reverse("admin:index"))
+    return context, page, errors
+
+
+@pytest.fixture
+def page(browser, live_server, superuser, plain_static_storage):
+    """A staff member's page, logged in through the admin's login form, 1,400 px wide."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context, page, errors = staff_page(browser, live_server.url)
     yield page
     context.close()
     # No script failed and the Content-Security-Policy refused nothing.

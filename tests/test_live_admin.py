@@ -10,10 +10,9 @@ import httpx
 import pytest
 from django.urls import reverse
 
-from tests.conftest import STAFF_PASSWORD
 from tests.factories import default_profile, wait_for
 from tests.runtime_server import Reply
-from tests.test_browser import CHROMIUM_ARGS, SCREENSHOTS, WIDTH, browser  # noqa: F401
+from tests.test_browser import SCREENSHOTS, browser, staff_page  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 WORDS = 24
@@ -44,27 +43,6 @@ def staff_server(runtime, unused_port, transactional_db, superuser, plain_static
     yield f"http://127.0.0.1:{unused_port}"
     server.should_exit = True
     thread.join(timeout=10)
-
-
-def staff_page(browser, base: str):  # noqa: F811
-    context = browser.new_context(viewport={"width": WIDTH, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on(
-        "response",
-        lambda response: (
-            response.status >= 400 and errors.append(f"{response.status} {response.url}")
-        ),
-    )
-    page.set_default_timeout(20_000)
-    page.goto(base + reverse("admin:login"))
-    page.fill("#id_username", "boss")
-    page.fill("#id_password", STAFF_PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_url(base + reverse("admin:index"))
-    return context, page, errors
 
 
 @pytest.fixture
