@@ -139,7 +139,7 @@ def test_every_operation_answers_valid_and_invalid_requests_without_error_as_doc
 ):
     schema, plain = service
     operations = list(schema.get_all_operations())
-    assert len(operations) == 15
+    assert len(operations) == 16
     for result in operations:
         for mode in GenerationMode:
             strategy = result.ok().as_strategy(generation_mode=mode)

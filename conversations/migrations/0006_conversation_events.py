@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0010_job_events"),
+        ("agents", "0012_job_events"),
         ("conversations", "0005_embedding_catch_up"),
     ]
 
