@@ -65,7 +65,7 @@ def test_the_stream_sends_new_messages_and_the_tokens_of_the_reply(http, base, c
     first = chat(http, base, "hello")
     wait_finished(http, base, first["job_id"])
     conversation_id = first["conversation_id"]
-    reply = "Sunny today. Warm tomorrow. Rain on Friday."
+    reply = "Blue skies here. Warm later on. Rain by Friday."
     runtime.script = lambda prompt, body: Reply(text=reply, chunk_delay=0.1)
 
     url = f"{base}/agent/conversation/{conversation_id}/events"
