@@ -1,6 +1,8 @@
 """Examples of the job endpoints' requests and answers for the API docs (the demo profile,
 plausible scope ids), checked against the schema by tests/test_schema.py."""
 
+import json
+
 from drf_spectacular.utils import OpenApiExample
 
 from core.schema import example
@@ -103,26 +105,19 @@ def stream_event(name: str, value: dict) -> OpenApiExample:
 EVENT_STREAM = "text/event-stream"
 # The events of a stream (each is sent as its ``id:``, ``event:`` and ``data:`` lines).
 JOB_EVENTS = [
-    stream_event(
-        "status", {"id": 2, "event": "status", "data": {"job_id": JOB_ID, "status": "running"}}
-    ),
-    stream_event(
-        "token", {"id": 7, "event": "token", "data": {"step": 1, "text": "17 + 25 is 42"}}
-    ),
-    stream_event(
-        "finished",
-        {
-            "id": 12,
-            "event": "status",
-            "data": {
+    stream_event(name, {"id": str(event_id), "event": kind, "data": json.dumps(data)})
+    for name, event_id, kind, data in (
+        ("status", 2, "status", {"job_id": JOB_ID, "status": "running"}),
+        ("token", 7, "token", {"step": 1, "text": "17 + 25 is 42"}),
+        (
+            "finished",
+            12,
+            "status",
+            {
                 "job_id": JOB_ID,
                 "status": "finished",
-                "final_result": {
-                    "text": "126",
-                    "answered_by": "calculator",
-                    "verified": True,
-                },
+                "final_result": {"text": "126", "answered_by": "calculator", "verified": True},
             },
-        },
-    ),
+        ),
+    )
 ]
