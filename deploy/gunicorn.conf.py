@@ -8,8 +8,8 @@ synchronously in threads, as Django does under ASGI.
 
 Environment: ``HOST`` (default 127.0.0.1; containers and the Procfile bind 0.0.0.0),
 ``PORT`` (8000), ``WEB_CONCURRENCY`` (worker processes, 2), ``GUNICORN_WORKER_CONNECTIONS``
-(connections a process accepts at once, 1000), ``GUNICORN_TIMEOUT`` and
-``GUNICORN_GRACEFUL_TIMEOUT`` (seconds).
+(connections a process accepts at once, 2000: an open event stream holds one),
+``GUNICORN_TIMEOUT`` and ``GUNICORN_GRACEFUL_TIMEOUT`` (seconds).
 """
 
 import os
@@ -33,7 +33,7 @@ bind = f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"
 worker_class = "config.gunicorn_worker.Worker"
 workers = _int("WEB_CONCURRENCY", 2)
 # uvicorn answers 503 to connections beyond this many at once in one process.
-worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1000)
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 2000)
 # A worker's event loop reports to gunicorn while its requests wait, so this only catches a
 # stuck worker; it is above RUNTIME_READ_TIMEOUT (120 s).
 timeout = _int("GUNICORN_TIMEOUT", 150)
