@@ -29,6 +29,7 @@ from django.db.models import Max
 from agents.event_models import JobEvent, JobEventType
 from agents.models import TERMINAL, Job, Step
 from core.db import release_pooled_connections, run_again_if_dropped_at_commit
+from core.http import storable
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +186,10 @@ class TokenEvents:
             self.flush()
 
     def flush(self) -> None:
-        text = "".join(self._pending)
+        # As the stored reply is (a NUL or an unpaired surrogate becomes U+FFFD, one
+        # character for one, so the streamed text still adds up to the stored one), and as
+        # PostgreSQL's JSON must be.
+        text = storable("".join(self._pending))
         if not text:
             return
         self._pending.clear()

@@ -273,3 +273,5 @@ def test_a_model_reply_holding_nul_or_a_surrogate_is_stored_with_a_replacement_c
     assert job.status == JobStatus.FINISHED, job.error
     assert Message.objects.get(job=job, role="assistant").content == "Hello\ufffd world"
     assert Step.objects.get(job=job, kind="model_call").output["text"] == "Hello\ufffd world"
+    tokens = job.events.filter(type="token").order_by("seq")
+    assert "".join(event.data["text"] for event in tokens) == "Hello\ufffd world"
