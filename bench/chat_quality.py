@@ -474,6 +474,23 @@ def report(
         print(f"    e.g. {example!r}")
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model`` and ``--prompt-style``: which packaged model runs, in which prompt shape
+    (shared with bench/task_quality.py)."""
+    parser.add_argument(
+        "--model",
+        choices=embedded_runtime.MODELS,
+        default=embedded_runtime.DEFAULT_MODEL,
+        help="the packaged model to run (EMBEDDED_MODEL's choices)",
+    )
+    parser.add_argument(
+        "--prompt-style",
+        choices=("transcript", "chat"),
+        default="transcript",
+        help="the default profile's prompt style (chat: for an instruction-tuned model)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
@@ -489,18 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
-    parser.add_argument(
-        "--model",
-        choices=embedded_runtime.MODELS,
-        default=embedded_runtime.DEFAULT_MODEL,
-        help="the packaged model to run (EMBEDDED_MODEL's choices)",
-    )
-    parser.add_argument(
-        "--prompt-style",
-        choices=("transcript", "chat"),
-        default="transcript",
-        help="the default profile's prompt style (chat: for an instruction-tuned model)",
-    )
+    add_model_arguments(parser)
     parser.add_argument(
         "--max-seconds",
         type=float,

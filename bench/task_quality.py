@@ -33,7 +33,13 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
-from bench.chat_quality import Service, embedded, qcluster, set_prompt_style  # noqa: E402
+from bench.chat_quality import (  # noqa: E402
+    Service,
+    add_model_arguments,
+    embedded,
+    qcluster,
+    set_prompt_style,
+)
 from bench.common import (  # noqa: E402
     ServerConfig,
     create_api_key,
@@ -186,18 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=("held-out", "tuning"), default="held-out")
     parser.add_argument("--only", choices=("arithmetic", "writing"), help="one kind only")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
-    parser.add_argument(
-        "--model",
-        choices=embedded_runtime.MODELS,
-        default=embedded_runtime.DEFAULT_MODEL,
-        help="the packaged model to run (EMBEDDED_MODEL's choices)",
-    )
-    parser.add_argument(
-        "--prompt-style",
-        choices=("transcript", "chat"),
-        default="transcript",
-        help="the default profile's prompt style (chat: for an instruction-tuned model)",
-    )
+    add_model_arguments(parser)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     model = embedded_runtime.MODELS[args.model]
