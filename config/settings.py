@@ -1,12 +1,9 @@
 """Django settings, read from the environment (see ``.env.example`` for every variable)."""
 
-import ipaddress
 import os
-import secrets
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from csp.constants import NONCE as CSP_NONCE
 from csp.constants import NONE as CSP_NONE
 from csp.constants import SELF as CSP_SELF
@@ -15,10 +12,13 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import (
     env_bool,
     env_choice,
+    env_database,
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_seconds_list,
+    env_secret_key,
     env_str,
 )
 from core.logs import logging_config  # a plain module: no model, no setting read
@@ -29,25 +29,8 @@ VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-
-
-def _secret_key() -> str:
-    """SECRET_KEY from the environment, else one generated once and kept in var/.
-
-    API keys are stored as SHA-256 digests and do not depend on this value; it signs
-    sessions and CSRF tokens of the admin only.
-    """
-    key = env_str("SECRET_KEY")
-    if key:
-        return key
-    path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+# Signs the admin's sessions and CSRF tokens only: API keys are stored as digests.
+SECRET_KEY = env_secret_key("SECRET_KEY", VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 CSRF_FAILURE_VIEW = "core.errors.csrf_failure"
@@ -149,45 +132,8 @@ TEMPLATES = [
     },
 ]
 
-# --- Database -------------------------------------------------------------------------
-# SQLite is the embedded default: WAL so readers never block the writer, IMMEDIATE
-# transactions so a writer takes the lock up front instead of failing on upgrade, and a
-# busy timeout so concurrent writers wait instead of raising "database is locked".
-DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
-try:
-    _db = dj_database_url.parse(DATABASE_URL)
-except ValueError as exc:
-    raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
-if _db["ENGINE"] == "django.db.backends.sqlite3":
-    _db["OPTIONS"] = {
-        "transaction_mode": "IMMEDIATE",
-        "timeout": env_float("SQLITE_BUSY_TIMEOUT", 20.0, minimum=0),
-        "init_command": (
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
-        ),
-    }
-    _db["CONN_MAX_AGE"] = None
-elif _db["ENGINE"] == "django.db.backends.postgresql":
-    # A pool per process (psycopg_pool): at most DB_POOL_MAX_SIZE connections, however many
-    # requests are in flight; a request holds one only while it runs statements. 0 = no
-    # pool: one connection per thread, kept DB_CONN_MAX_AGE seconds.
-    _pool_max = env_int("DB_POOL_MAX_SIZE", 8, minimum=0)
-    # Each connection is checked before a request uses it (off, a connection the server
-    # dropped fails one request before it is replaced).
-    _db["CONN_HEALTH_CHECKS"] = env_bool("DB_CONN_HEALTH_CHECKS", True)
-    if _pool_max:
-        _db["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
-        _db.setdefault("OPTIONS", {})["pool"] = {
-            "min_size": min(env_int("DB_POOL_MIN_SIZE", 1, minimum=0), _pool_max),
-            "max_size": _pool_max,
-            "timeout": env_float("DB_POOL_TIMEOUT", 10.0, minimum=0.1),
-        }
-    else:
-        _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600, minimum=0)
-else:
-    raise ImproperlyConfigured("DATABASE_URL must be a sqlite:// or postgres:// URL")
-_db["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME") or None}
-DATABASES = {"default": _db}
+# --- Database (config.env.env_database: SQLite or PostgreSQL's pool) -----------------
+DATABASES = {"default": env_database("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 # Seconds between two checks of the idle connections of a process's pool (core.db): after
 # the server dropped them, the next request gets a new one within about this long.
 DB_POOL_CHECK_SECONDS = env_float("DB_POOL_CHECK_SECONDS", 1.0, minimum=0.1)
@@ -226,21 +172,17 @@ STORAGES = {
 if DEBUG:
     STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
 
-# --- Security (see docs/operations.md, "Settings") ------------------------------------
-# HTTPS=1 says the public site is served over HTTPS (directly or by a TLS proxy): cookies are
-# then sent over HTTPS only, plain HTTP is redirected and browsers are told to use HTTPS for a
-# year (HSTS). Each of these can still be set on its own.
+# --- Security (docs/operations.md, "Settings") ------------------------------------------
+# HTTPS=1: the site is served over HTTPS; it turns on the five settings after it.
 HTTPS = env_bool("HTTPS", False)
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
 )
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
-# A load balancer's or container's health probe, and Prometheus, speak plain HTTP to the
-# process itself.
+# Health probes and Prometheus speak plain HTTP to the process itself.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
-# The header's "preload" only allows the domain to be submitted to the browsers' list.
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", HTTPS)
@@ -249,9 +191,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
-# Content Security Policy (django-csp): scripts, styles, fonts and images from this site only.
-# An inline script or style runs only with the request's nonce (``{{ request.csp_nonce }}``),
-# never with 'unsafe-inline'. ReDoc runs its search in a worker made from a blob.
+# Content Security Policy (django-csp; docs/operations.md, "Security headers"). ReDoc runs
+# its search in a worker made from a blob.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [CSP_SELF],
@@ -268,9 +209,7 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
-# Admin login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one
-# username from one address, that pair is locked out for AXES_COOLOFF_MINUTES (0 = until
-# `manage.py axes_reset_ip_username IP USERNAME` or `manage.py axes_reset`).
+# Admin login throttling (django-axes; docs/operations.md, "Admin login throttling").
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -325,27 +264,18 @@ MODEL_RUNTIME_API = env_choice("MODEL_RUNTIME_API", "openai", ("ollama", "openai
 MODEL_RUNTIME_API_KEY = env_str("MODEL_RUNTIME_API_KEY")
 RUNTIME_CONNECT_TIMEOUT = env_float("RUNTIME_CONNECT_TIMEOUT", 3.0, minimum=0.01)
 RUNTIME_READ_TIMEOUT = env_float("RUNTIME_READ_TIMEOUT", 120.0, minimum=0.01)
-# /readyz asks each runtime for at most this long (a runtime that took the connection but
-# is too busy generating to answer counts as up), and trusts an answer this long.
+# /readyz: how long it waits for each runtime (busy counts as up), trusts an answer.
 READYZ_RUNTIME_TIMEOUT = env_float("READYZ_RUNTIME_TIMEOUT", 0.5, minimum=0.01)
 READYZ_CACHE_SECONDS = env_float("READYZ_CACHE_SECONDS", 5.0, minimum=0)
 # OpenAI-compatible servers stop early without max_tokens (llama.cpp: 16); this is ours.
 RUNTIME_DEFAULT_MAX_TOKENS = env_int("RUNTIME_DEFAULT_MAX_TOKENS", 512, minimum=1)
-# What clients may ask of the default runtime (MODEL_RUNTIME_URL); routed endpoints have
-# the same limits in the admin: num_ctx and num_predict at most these, and which options
-# that choose how a model loads (num_gpu, num_thread, ...) they may set (none by default).
+# What clients may ask of the default runtime (routed endpoints: the same in the admin).
 RUNTIME_MAX_CONTEXT = env_int("RUNTIME_MAX_CONTEXT", 8192, minimum=1)
 RUNTIME_MAX_PREDICT = env_int("RUNTIME_MAX_PREDICT", 4096, minimum=1)
-RUNTIME_ALLOWED_LOAD_OPTIONS = env_list("RUNTIME_ALLOWED_LOAD_OPTIONS")
-if not set(RUNTIME_ALLOWED_LOAD_OPTIONS) <= set(LOAD_OPTIONS):
-    raise ImproperlyConfigured(
-        f"RUNTIME_ALLOWED_LOAD_OPTIONS may name only: {', '.join(LOAD_OPTIONS)}."
-    )
-# An endpoint that failed is skipped for this long when a model has several endpoints.
+RUNTIME_ALLOWED_LOAD_OPTIONS = env_list("RUNTIME_ALLOWED_LOAD_OPTIONS", choices=LOAD_OPTIONS)
+# An endpoint that failed is skipped this long; the routing table is kept this long.
 RUNTIME_FAILURE_COOLDOWN = env_float("RUNTIME_FAILURE_COOLDOWN", 30.0, minimum=0)
-# How long a process may keep the model-to-endpoint routing table before reading it again.
 RUNTIME_ROUTES_TTL = env_float("RUNTIME_ROUTES_TTL", 5.0, minimum=0)
-# Connections to runtimes that one web process may have open at once (its calls in flight).
 RUNTIME_MAX_CONNECTIONS = env_int("RUNTIME_MAX_CONNECTIONS", 1000, minimum=1)
 AGENT_MODEL = env_str("AGENT_MODEL", "gemma3:270m")
 
@@ -360,36 +290,27 @@ EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", 10.0, minimum=0.01)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 # onnxruntime threads of the local embedder (the worker's other work needs the rest).
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 1, minimum=1)
-# Messages the scheduled catch-up (conversations.tasks.embed_pending) embeds per run.
 EMBEDDING_CATCHUP_BATCH = env_int("EMBEDDING_CATCHUP_BATCH", 500, minimum=1)
-# Megabytes of conversations' vectors each process keeps between turns (conversations.vector_cache):
-# about 39 MB per 100,000 messages of 384-d vectors; the least recently used go first.
+# Conversations' vectors each process keeps between turns (conversations.vector_cache).
 EMBEDDING_CACHE_MB = env_int("EMBEDDING_CACHE_MB", 256, minimum=1)
 
 # --- Keys -----------------------------------------------------------------------------
-# Requests per minute for a new key when none is given (0 = unlimited).
+# A new key's limits when none are given (0 = unlimited): requests per minute, the agent
+# API's POSTs and GETs per minute, jobs queued or running at once (429 too_many_jobs).
 DEFAULT_KEY_RATE_LIMIT = env_int("DEFAULT_KEY_RATE_LIMIT", 600, minimum=0)
-# The agent API's limits of a new key when none are given (0 = unlimited): POSTs (job
-# starts, chats, cancels) and GETs per minute, counted apart, and jobs queued or running
-# at once (429 too_many_jobs past it). An agent's own model calls count against none.
 DEFAULT_KEY_AGENT_STARTS_PER_MINUTE = env_int("DEFAULT_KEY_AGENT_STARTS_PER_MINUTE", 120, minimum=0)
 DEFAULT_KEY_AGENT_READS_PER_MINUTE = env_int("DEFAULT_KEY_AGENT_READS_PER_MINUTE", 1200, minimum=0)
 DEFAULT_KEY_MAX_ACTIVE_JOBS = env_int("DEFAULT_KEY_MAX_ACTIVE_JOBS", 100, minimum=0)
-# The longest task of a job and prompt of a chat, in characters (413 payload_too_large
-# with details.max_chars past it; the whole body is bounded by MAX_BODY_BYTES).
+# The longest task and chat prompt in characters (413 payload_too_large past them).
 AGENT_TASK_MAX_CHARS = env_int("AGENT_TASK_MAX_CHARS", 32_000, minimum=1)
 AGENT_PROMPT_MAX_CHARS = env_int("AGENT_PROMPT_MAX_CHARS", 32_000, minimum=1)
-# PostgreSQL: usage records commit without waiting for the disk flush. A crash of the
-# database server may lose the last fraction of a second of them; nothing else is affected.
+# PostgreSQL: usage records commit without waiting for the disk flush (a crash of the
+# database server may lose the last fraction of a second of them, nothing else).
 USAGE_ASYNC_COMMIT = env_bool("USAGE_ASYNC_COMMIT", True)
 
 # --- Jobs -----------------------------------------------------------------------------
 JOB_TIMEOUT = env_int("JOB_TIMEOUT", 900, minimum=10)
-# A worker renews the lease of its job every JOB_HEARTBEAT_SECONDS (from a thread of its
-# own, so a long model call or tool renews it too); a job whose lease ran out is put back
-# by the reaper, which every worker process runs every JOB_REAP_SECONDS. A SIGKILLed job
-# runs again within about JOB_LEASE_SECONDS + JOB_REAP_SECONDS; a worker stalled for
-# longer than the lease loses its job and changes nothing when it resumes.
+# Leases and the reaper: docs/operations.md.
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 10, minimum=2)
 JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 2.0, minimum=0.1)
 if JOB_HEARTBEAT_SECONDS * 2 > JOB_LEASE_SECONDS:
@@ -398,39 +319,33 @@ if JOB_HEARTBEAT_SECONDS * 2 > JOB_LEASE_SECONDS:
         "worker could lose its lease between two heartbeats"
     )
 JOB_REAP_SECONDS = env_float("JOB_REAP_SECONDS", 5.0, minimum=0.1)
-# A queued job whose wake-up message is older than this is woken again (a lost message).
 JOB_REWAKE_SECONDS = env_int("JOB_REWAKE_SECONDS", 60, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_CANCEL_POLL_SECONDS = env_float("JOB_CANCEL_POLL_SECONDS", 0.5, minimum=0.05)
-# Job event streams (agents.events, agents.eventbus): a model call's tokens are written at
-# most once per EVENTS_TOKEN_SECONDS (coalesced); web processes on SQLite read new events
-# every EVENTS_POLL_SECONDS (PostgreSQL and Redis announce them); an idle stream sends a
-# keep-alive comment every EVENTS_KEEPALIVE_SECONDS.
+# Job event streams (agents.events, agents.eventbus): tokens coalesced per
+# EVENTS_TOKEN_SECONDS; SQLite's web processes poll (PostgreSQL and Redis announce).
 EVENTS_TOKEN_SECONDS = env_float("EVENTS_TOKEN_SECONDS", 0.05, minimum=0.0)
 EVENTS_POLL_SECONDS = env_float("EVENTS_POLL_SECONDS", 0.1, minimum=0.01)
 EVENTS_KEEPALIVE_SECONDS = env_float("EVENTS_KEEPALIVE_SECONDS", 15.0, minimum=0.1)
 # A stopping worker process lets its running jobs finish for this long, then hands the rest
 # back to the queue (keep it under the supervisor's grace: scripts/run.py waits 10 s).
 JOB_STOP_GRACE = env_float("JOB_STOP_GRACE", 5.0, minimum=0)
-# A tool that only computes (the calculator) is abandoned after TOOL_TIMEOUT_SECONDS; any
-# tool's result is refused past TOOL_MAX_OUTPUT_CHARS characters of JSON (agents/context.py).
+# A computing tool is abandoned after this long; a longer result is refused (agents/context.py).
 TOOL_TIMEOUT_SECONDS = env_float("TOOL_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 TOOL_MAX_OUTPUT_CHARS = env_int("TOOL_MAX_OUTPUT_CHARS", 200_000, minimum=1000)
-# Jobs one worker process runs at once, each in a thread of its own (agents/jobthreads.py):
-# a job mostly waits on the model. 1 = the job runs in django-q2's task itself.
+# Jobs one worker process runs at once, each in a thread (agents/jobthreads.py); 1 = in the task.
 JOB_THREADS = env_int("JOB_THREADS", 4, minimum=1)
 # A task that finds no free job thread this long leaves its job to the reaper (below
 # django-q2's timeout, which would kill a process that only waited).
 JOB_THREAD_WAIT = JOB_TIMEOUT / 2
 
 # --- Integrations (agents/idempotency.py, agents/webhooks/) -------------------------------
-# How long an Idempotency-Key's stored answer is replayed, in seconds (prune removes it after).
 IDEMPOTENCY_TTL = env_int("IDEMPOTENCY_TTL", 24 * 3600, minimum=1)
 # Seconds between a webhook delivery's attempts; after the last, the delivery is failed.
 WEBHOOK_RETRY_SCHEDULE = env_seconds_list(
     "WEBHOOK_RETRY_SCHEDULE", "5,300,1800,7200,18000,36000,36000"
 )
-# Lifts the webhook URL's address check (loopback, private, ... addresses): development, tests.
+# Lifts the check of a webhook's address (loopback, private...): development, tests.
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
 
 Q_CLUSTER = {
@@ -458,26 +373,16 @@ else:
     Q_CLUSTER["broker_class"] = "agents.broker.ORMBroker"
 
 # --- Logs, metrics, traces (docs/operations.md) ----------------------------------------
-# LOG_FORMAT=json: every line of the web server and the worker is one JSON object
-# (core/logs.py); text (the default) stays readable for `make run`.
+# LOG_FORMAT=json: every line of the web server and the worker is one JSON object.
 LOG_FORMAT = env_choice("LOG_FORMAT", "text", ("text", "json"))
 LOGGING = logging_config(json_format=LOG_FORMAT == "json", level=env_str("LOG_LEVEL", "INFO"))
-# Where every process of the machine (web and worker) keeps its counters for GET /metrics
-# (prometheus_client's multiprocess mode reads the variable when it is first imported, so it
-# is set here, before anything imports it). `make run` empties it at each start.
+# The counters of every process for GET /metrics: prometheus_client's multiprocess mode
+# reads the variable when it is first imported, so it is set here, before any import of it.
 METRICS_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "metrics")))
 METRICS_DIR.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
-# GET /metrics: with METRICS_TOKEN, `Authorization: Bearer <token>` is required; without,
-# only clients from these networks (CIDR; the default is loopback) may read it.
+# GET /metrics: with METRICS_TOKEN, a Bearer token; without, these networks only.
 METRICS_TOKEN = env_str("METRICS_TOKEN")
-METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
-try:
-    METRICS_NETWORKS = tuple(
-        ipaddress.ip_network(network, strict=False) for network in METRICS_ALLOWED_NETWORKS
-    )
-except ValueError as exc:
-    raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {exc}") from None
-# Traces (core/tracing.py): with the `otel` extra installed and this set, spans are sent
-# over OTLP/HTTP (the exporter reads the other OTEL_* variables itself). Off by default.
+METRICS_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+# Traces (core/tracing.py, the `otel` extra): spans go over OTLP/HTTP when this is set.
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT")

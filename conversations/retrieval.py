@@ -301,6 +301,25 @@ def _related(query: str, conversation_id: str, before_seq: int | None) -> dict[s
 
 
 @metrics.RETRIEVAL_DURATION.time()
+def _similarities(
+    conversation_id: str, query: str, before_seq: int | None, mode: str
+) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """The conversation's seqs with a vector and their similarities to ``query`` (none in
+    ``text`` mode), and why the search falls back to words when the embedder is away."""
+    empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    if mode == "text":
+        return *empty, None
+    try:
+        seqs, similarity = vectors.similarities(
+            conversation_id=conversation_id,
+            query=embeddings.embed_query(query),
+            before_seq=before_seq,
+        )
+    except embeddings.EmbeddingUnavailable as exc:
+        return *empty, str(exc)
+    return seqs, similarity, None
+
+
 def find_messages(
     *,
     conversation_id: str,
@@ -316,19 +335,10 @@ def find_messages(
     similarity (when the message has a vector of the model in use). ``floor=False``
     keeps the hits below the relevance floor too; ``expand``: the hits bring the
     messages linked to them (:func:`_linked`)."""
-    fallback = None
     expand = expand and mode != "text"  # a search for a name is not expanded again
-    seqs = np.zeros(0, dtype=np.int64)
-    similarity = np.zeros(0, dtype=np.float32)
-    if mode != "text":
-        try:
-            seqs, similarity = vectors.similarities(
-                conversation_id=conversation_id,
-                query=embeddings.embed_query(query),
-                before_seq=before_seq,
-            )
-        except embeddings.EmbeddingUnavailable as exc:
-            fallback, mode = str(exc), "text"
+    seqs, similarity, fallback = _similarities(conversation_id, query, before_seq, mode)
+    if fallback is not None:
+        mode = "text"
     related: dict[str, list[str]] = {}
     if mode == "hybrid" and _without_vector(conversation_id, before_seq, len(seqs)):
         related = _related(query, conversation_id, before_seq)

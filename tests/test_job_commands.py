@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from agents import services
-from agents.models import Job, JobStatus, Step, StepKind
+from agents.models import TERMINAL, Job, JobStatus, Step, StepKind
 from gateway.models import UsageRecord
 from tests.factories import make_job
 
@@ -98,7 +98,7 @@ def test_prune_dry_run_only_counts(history):
 
 def test_prune_with_zero_days_deletes_every_ended_job(history):
     assert run("prune", "--older-than", "0").startswith("Deleted: 4 jobs, 4 steps, 3 usage")
-    assert Job.objects.filter(status__in=services.TERMINAL).count() == 0
+    assert Job.objects.filter(status__in=TERMINAL).count() == 0
 
 
 @pytest.mark.parametrize("args", [(), ("--older-than", "-1"), ("--older-than", "soon")])

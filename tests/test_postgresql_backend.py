@@ -269,7 +269,7 @@ def test_a_cancel_on_a_dropped_connection_reconnects_and_cancels(make_key, clien
 
 
 def services_agents():
-    from agents import services as agents
+    from agents.services import starts as agents
 
     return agents
 

@@ -12,7 +12,16 @@ import pytest
 import yaml
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_networks,
+    env_secret_key,
+    env_str,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 NAME = "LLMGW_TEST_SETTING"
@@ -120,6 +129,31 @@ def test_env_list_and_env_str_read_plain_values(setenv):
     assert env_str(NAME) == " a.example , b.example,, "
 
 
+def test_env_list_refuses_a_value_outside_its_choices(setenv):
+    setenv("num_gpu,num_cpu")
+    with pytest.raises(ImproperlyConfigured, match=NAME):
+        env_list(NAME, choices=("num_gpu", "num_thread"))
+    setenv("num_gpu")
+    assert env_list(NAME, choices=("num_gpu", "num_thread")) == ["num_gpu"]
+
+
+def test_env_networks_reads_cidr_and_refuses_a_malformed_network(setenv):
+    setenv("10.0.0.0/8, ::1")
+    assert [str(net) for net in env_networks(NAME, [])] == ["10.0.0.0/8", "::1/128"]
+    setenv("10.0.0.0/33")
+    with pytest.raises(ImproperlyConfigured, match=NAME):
+        env_networks(NAME, [])
+
+
+def test_env_secret_key_is_generated_once_and_kept(setenv, tmp_path):
+    path = tmp_path / "secret_key"
+    first = env_secret_key(NAME, path)
+    assert len(first) >= 50 and env_secret_key(NAME, path) == first
+    assert path.stat().st_mode & 0o777 == 0o600
+    setenv("from-the-environment")
+    assert env_secret_key(NAME, path) == "from-the-environment"
+
+
 # --- The whole settings module, in a fresh process ----------------------------------------
 
 
@@ -216,10 +250,11 @@ def test_a_malformed_variable_stops_the_process_at_start(tmp_path, name, value):
 
 
 def test_env_example_lists_every_variable_the_settings_read():
-    settings_source = (PROJECT_DIR / "config" / "settings.py").read_text()
-    read = set(
-        re.findall(r'env_(?:str|bool|int|float|list|choice)\(\s*"([A-Z0-9_]+)"', settings_source)
+    settings_source = "".join(
+        (PROJECT_DIR / "config" / name).read_text() for name in ("settings.py", "env.py")
     )
+    read = set(re.findall(r'env_[a-z_]+\(\s*"([A-Z0-9_]+)"', settings_source))
+    assert {"DATABASE_URL", "DB_POOL_MAX_SIZE", "SECRET_KEY", "METRICS_ALLOWED_NETWORKS"} <= read
     listed = set(
         re.findall(r"^#?\s*([A-Z0-9_]+)=", (PROJECT_DIR / ".env.example").read_text(), re.M)
     )
