@@ -250,13 +250,6 @@ class StepAdmin(HistoryAdmin):
     )
     readonly_fields = fields
 
-    def events_view(self, request: HttpRequest, object_id: str) -> StreamingHttpResponse:
-        """The job's event stream under the staff session, for its live page."""
-        job = get_object_or_404(Job, pk=unquote(object_id))
-        if not self.has_view_permission(request, job):
-            raise PermissionDenied
-        return live_admin.job_stream(request, job)
-
     @admin.display(description="status", ordering="status")
     def status_colour(self, obj: Step) -> str:
         return status_badge(obj.status)

@@ -25,8 +25,7 @@ from core.schema import (
     ANY_ENDPOINT,
     IDEMPOTENCY_KEY,
     IDEMPOTENT,
-    JOB_QUOTA,
-    JSON_BODY,
+    JOB_START_ERRORS,
     error_responses,
 )
 
@@ -40,15 +39,7 @@ class JobStartView(AgentAPIView):
         parameters=[IDEMPOTENCY_KEY],
         responses={
             200: JobStartResponseSerializer,
-            **error_responses(
-                "JobStart",
-                ANY_ENDPOINT,
-                AGENT_KEY,
-                JSON_BODY,
-                JOB_QUOTA,
-                IDEMPOTENT,
-                {400: ("unknown_profile", "invalid_webhook_url")},
-            ),
+            **error_responses("JobStart", JOB_START_ERRORS),
         },
         description="Starts a task job. Answers once the job is committed and enqueued.",
         examples=JOB_START,
@@ -59,16 +50,10 @@ class JobStartView(AgentAPIView):
     def start(self, request: Request) -> Done:
         serializer = JobStartRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        fields = serializer.validated_data
         job = services.task_start(
             api_key=request.auth,
-            source=fields["source"],
-            scope_type=fields["scope_type"],
-            scope_id=fields["scope_id"],
-            task=fields["task"],
-            profile_name=fields.get("profile"),
-            webhook=fields.get("webhook", ""),
-            webhook_events=fields.get("webhook_events"),
+            task=serializer.validated_data["task"],
+            **serializer.start_arguments(),
         )
         return Done(Response(JobStartResponseSerializer(job).data), job_id=job.pk)
 

@@ -103,22 +103,29 @@ async def _request(conn: Connection, payload: bytes, timeout: float) -> tuple[bo
     return True, ""
 
 
-async def run(
-    url: str,
-    body: dict,
-    *,
-    clients: int,
-    seconds: float,
-    timeout: float = 120.0,
-    headers: dict[str, str] | None = None,
-    probe_body: dict | None = None,
-    probe_interval: float = 0.1,
-) -> Load:
-    """``clients`` closed-loop clients POSTing ``body`` to ``url`` for ``seconds``."""
-    payload = json.dumps(body).encode()
+@dataclass(frozen=True)
+class Spec:
+    """A closed-loop load: ``clients`` clients POSTing ``body`` to ``url`` for ``seconds``
+    and, with ``probe_body``, an instant call every ``probe_interval`` seconds on a
+    connection of its own. :func:`run` and ``bench.wrkload.run`` both take it."""
+
+    url: str
+    body: dict
+    clients: int
+    seconds: float
+    timeout: float = 120.0
+    headers: dict[str, str] | None = None
+    probe_body: dict | None = None
+    probe_interval: float = 0.1
+
+
+async def run(spec: Spec) -> Load:
+    """The load of ``spec``, from asyncio clients in this process."""
+    url, headers, timeout = spec.url, spec.headers, spec.timeout
+    payload = json.dumps(spec.body).encode()
     load = Load()
     started = time.perf_counter()
-    deadline = started + seconds
+    deadline = started + spec.seconds
     finished = started
 
     async def client() -> None:
@@ -140,7 +147,7 @@ async def run(
 
     async def probe() -> None:
         conn = Connection(url, headers)
-        payload = json.dumps(probe_body).encode()
+        payload = json.dumps(spec.probe_body).encode()
         try:
             while time.perf_counter() < deadline:
                 began = time.perf_counter()
@@ -149,12 +156,12 @@ async def run(
                     load.probes.append(time.perf_counter() - began)
                 else:
                     load.probe_errors += 1
-                await asyncio.sleep(probe_interval)
+                await asyncio.sleep(spec.probe_interval)
         finally:
             conn.close()
 
-    tasks = [asyncio.create_task(client()) for _ in range(clients)]
-    if probe_body is not None:
+    tasks = [asyncio.create_task(client()) for _ in range(spec.clients)]
+    if spec.probe_body is not None:
         tasks.append(asyncio.create_task(probe()))
     await asyncio.gather(*tasks)
     load.seconds = finished - started

@@ -240,12 +240,14 @@ def load_rows(
             busy_before = machine_busy_seconds()
             load = asyncio.run(
                 runner(
-                    target.url,
-                    target.body,
-                    clients=count,
-                    seconds=seconds,
-                    headers=target.headers,
-                    probe_body=target.probe,
+                    asyncload.Spec(
+                        target.url,
+                        target.body,
+                        clients=count,
+                        seconds=seconds,
+                        headers=target.headers,
+                        probe_body=target.probe,
+                    )
                 )
             )
             cpu = sum(cpu_seconds(processes).values()) - cpu_before
@@ -481,7 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.litellm:
             targets.append(stack.enter_context(litellm(args.litellm_venv, runtime.url)))
         for target in targets:  # connections made, code loaded
-            asyncio.run(asyncload.run(target.url, target.body, clients=16, seconds=2))
+            asyncio.run(
+                asyncload.run(asyncload.Spec(target.url, target.body, clients=16, seconds=2))
+            )
         rows = load_rows(targets, clients, args.seconds, args.load)
         print(
             f"\nPOST /api.php, model calls held {args.hold:g} s, PostgreSQL, production settings"

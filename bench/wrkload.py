@@ -12,6 +12,7 @@ not counted.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -53,46 +54,32 @@ class Load(asyncload.Load):
         return {50: self.p50, 99: self.p99}[q]
 
 
-async def run(
-    url: str,
-    body: dict,
-    *,
-    clients: int,
-    seconds: float,
-    timeout: float = 120.0,
-    headers: dict[str, str] | None = None,
-    probe_body: dict | None = None,
-    threads: int = 2,
-) -> Load:
-    """``clients`` wrk connections POSTing ``body`` to ``url`` for ``seconds``; meanwhile
-    an instant call with ``probe_body`` every 0.1 s on a connection of its own."""
+async def run(spec: asyncload.Spec, *, threads: int = 2) -> Load:
+    """The load of ``spec`` from wrk's ``spec.clients`` connections; its instant calls (with
+    ``spec.probe_body``) from :func:`bench.asyncload.run` beside it."""
     lines = "\n".join(
-        f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in (headers or {}).items()
+        f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in (spec.headers or {}).items()
     )
-    script = _SCRIPT.format(body=json.dumps(body), headers=lines)
+    script = _SCRIPT.format(body=json.dumps(spec.body), headers=lines)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "load.lua"
         path.write_text(script)
         command = [
             "wrk",
-            f"-t{min(threads, clients)}",
-            f"-c{clients}",
-            f"-d{seconds:g}s",
-            f"--timeout={timeout:g}s",
+            f"-t{min(threads, spec.clients)}",
+            f"-c{spec.clients}",
+            f"-d{spec.seconds:g}s",
+            f"--timeout={spec.timeout:g}s",
             "-s",
             str(path),
-            url,
+            spec.url,
         ]
         process = await asyncio.create_subprocess_exec(
             *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
         )
         probe = None
-        if probe_body is not None:
-            probe = asyncio.create_task(
-                asyncload.run(
-                    url, body, clients=0, seconds=seconds, headers=headers, probe_body=probe_body
-                )
-            )
+        if spec.probe_body is not None:
+            probe = asyncio.create_task(asyncload.run(dataclasses.replace(spec, clients=0)))
         output, _ = await process.communicate()
         probed = await probe if probe is not None else None
     text = output.decode(errors="replace")

@@ -17,9 +17,7 @@ from core.schema import (
     AGENT_KEY,
     ANY_ENDPOINT,
     IDEMPOTENCY_KEY,
-    IDEMPOTENT,
-    JOB_QUOTA,
-    JSON_BODY,
+    JOB_START_ERRORS,
     error_responses,
 )
 
@@ -33,15 +31,7 @@ class ChatView(AgentAPIView):
         parameters=[IDEMPOTENCY_KEY],
         responses={
             200: ChatStartResponseSerializer,
-            **error_responses(
-                "Chat",
-                ANY_ENDPOINT,
-                AGENT_KEY,
-                JSON_BODY,
-                JOB_QUOTA,
-                IDEMPOTENT,
-                {400: ("unknown_profile", "invalid_webhook_url"), 409: ("conversation_busy",)},
-            ),
+            **error_responses("Chat", JOB_START_ERRORS, {409: ("conversation_busy",)}),
         },
         description=(
             "Starts a chat job on the conversation of (key owner, source, scope_type, "
@@ -62,14 +52,9 @@ class ChatView(AgentAPIView):
         fields = serializer.validated_data
         _, job = services.chat_request(
             api_key=request.auth,
-            source=fields["source"],
-            scope_type=fields["scope_type"],
-            scope_id=fields["scope_id"],
             prompt=fields["prompt"],
-            profile_name=fields.get("profile"),
             on_busy=fields["on_busy"],
-            webhook=fields.get("webhook", ""),
-            webhook_events=fields.get("webhook_events"),
+            **serializer.start_arguments(),
         )
         return Done(Response(ChatStartResponseSerializer(job).data), job_id=job.pk)
 

@@ -14,6 +14,16 @@ from rest_framework import serializers
 
 from core.serializers import ErrorResponseSerializer
 
+
+def merge(*tables: dict[int, Iterable[str]]) -> dict[int, tuple[str, ...]]:
+    merged: dict[int, list[str]] = {}
+    for table in tables:
+        for status, ids in table.items():
+            merged.setdefault(status, [])
+            merged[status] += [i for i in ids if i not in merged[status]]
+    return {status: tuple(ids) for status, ids in sorted(merged.items())}
+
+
 # What any operation may answer, whatever it does. (A method an endpoint does not have is
 # 405 method_not_allowed: that is no operation, so the schema cannot list it.)
 ANY_ENDPOINT: dict[int, tuple[str, ...]] = {
@@ -59,6 +69,16 @@ IDEMPOTENCY_KEY = OpenApiParameter(
         "`idempotency_in_progress` with Retry-After."
     ),
 )
+# Starting a job (a task, a chat): a write that takes an Idempotency-Key and counts
+# against the key's jobs.
+JOB_START_ERRORS: dict[int, tuple[str, ...]] = merge(
+    ANY_ENDPOINT,
+    AGENT_KEY,
+    JSON_BODY,
+    JOB_QUOTA,
+    IDEMPOTENT,
+    {400: ("unknown_profile", "invalid_webhook_url")},
+)
 REPLAYED_HEADER = {
     "Idempotent-Replayed": {
         "description": "`true` when the answer is the stored answer of an earlier request "
@@ -66,15 +86,6 @@ REPLAYED_HEADER = {
         "schema": {"type": "string", "enum": ["true"]},
     }
 }
-
-
-def merge(*tables: dict[int, Iterable[str]]) -> dict[int, tuple[str, ...]]:
-    merged: dict[int, list[str]] = {}
-    for table in tables:
-        for status, ids in table.items():
-            merged.setdefault(status, [])
-            merged[status] += [i for i in ids if i not in merged[status]]
-    return {status: tuple(ids) for status, ids in sorted(merged.items())}
 
 
 # Every error id documented for a status, over all operations: the enum of that status's

@@ -116,19 +116,10 @@ class ApiKeyAdmin(ServiceAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
+        # The form's fields are named as the service's arguments.
         data = form.cleaned_data
         created, plain = services.api_key_create(
-            name=data["name"],
-            owner=data["owner"],
-            scopes=data["scopes"],
-            allowed_models=data["allowed_models"],
-            rate_limit_per_minute=data["rate_limit_per_minute"],
-            agent_starts_per_minute=data["agent_starts_per_minute"],
-            agent_reads_per_minute=data["agent_reads_per_minute"],
-            max_active_jobs=data["max_active_jobs"],
-            token_budget=data["token_budget"],
-            budget_period=data["budget_period"],
-            expires_at=data["expires_at"],
+            **{name: data[name] for name in ApiKeyForm.Meta.fields}
         )
         # The admin goes on with `obj` (history entry, then response_add): make it the saved
         # row. The plain key rides along in memory to the one page that shows it.

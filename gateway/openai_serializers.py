@@ -238,11 +238,16 @@ class OpenAIChatChoiceSerializer(serializers.Serializer):
     finish_reason = serializers.CharField()
 
 
-class ChatCompletionSerializer(serializers.Serializer):
+# The fields a completion of OpenAI's API (chat or text) starts with. (No docstring: the
+# schema would take it as the description of both answers.)
+class OpenAIObjectSerializer(serializers.Serializer):
     id = serializers.CharField()
     object = serializers.CharField()
     created = serializers.IntegerField()
     model = serializers.CharField()
+
+
+class ChatCompletionSerializer(OpenAIObjectSerializer):
     choices = OpenAIChatChoiceSerializer(many=True)
     usage = OpenAIUsageSerializer()
     conversation_id = serializers.CharField(required=False, help_text="Agent models only.")
@@ -255,11 +260,7 @@ class OpenAICompletionChoiceSerializer(serializers.Serializer):
     finish_reason = serializers.CharField()
 
 
-class CompletionSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    object = serializers.CharField()
-    created = serializers.IntegerField()
-    model = serializers.CharField()
+class CompletionSerializer(OpenAIObjectSerializer):
     choices = OpenAICompletionChoiceSerializer(many=True)
     usage = OpenAIUsageSerializer()
 

@@ -66,6 +66,27 @@ async def events(
         await pieces.aclose()
 
 
+def ending(
+    last: Callable[[str | None], dict[str, Any]], *, usage_of: dict[str, Any] | None
+) -> Callable[[services.ModelCallResult], list[dict[str, Any]]]:
+    """The ``end`` of a stream: its ``last`` chunk with the finish reason, then, when the
+    client asked for it, the usage chunk (``usage_of``: its id, created, model, object)."""
+
+    def end(result: services.ModelCallResult) -> list[dict[str, Any]]:
+        chunks = [last(result.finish_reason)]
+        if usage_of is not None:
+            chunks.append(
+                openai_wire.usage_chunk(
+                    **usage_of,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                )
+            )
+        return chunks
+
+    return end
+
+
 def chat_events(
     first: str | services.ModelCallResult,
     pieces: Pieces,
@@ -80,31 +101,20 @@ def chat_events(
     on every chunk)."""
     common = {"id": id, "created": created, "model": model}
 
-    def end(result: services.ModelCallResult) -> list[dict[str, Any]]:
-        last = [
-            openai_wire.chat_chunk(
-                **common, delta={}, finish_reason=result.finish_reason, extra=extra
-            )
-        ]
-        if with_usage:
-            last.append(
-                openai_wire.usage_chunk(
-                    **common,
-                    object="chat.completion.chunk",
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                )
-            )
-        return last
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return openai_wire.chat_chunk(
+            **common, delta=delta, finish_reason=finish_reason, extra=extra
+        )
 
     return events(
         first,
         pieces,
-        opening=openai_wire.chat_chunk(
-            **common, delta={"role": "assistant", "content": ""}, extra=extra
+        opening=chunk({"role": "assistant", "content": ""}),
+        chunk=lambda piece: chunk({"content": piece}),
+        end=ending(
+            lambda reason: chunk({}, reason),
+            usage_of={**common, "object": "chat.completion.chunk"} if with_usage else None,
         ),
-        chunk=lambda piece: openai_wire.chat_chunk(**common, delta={"content": piece}, extra=extra),
-        end=end,
     )
 
 
@@ -120,28 +130,17 @@ def completion_events(
     """The chunks of a streamed (text) completion."""
     common = {"id": id, "created": created, "model": model}
 
-    def end(result: services.ModelCallResult) -> list[dict[str, Any]]:
-        last = [
-            openai_wire.text_completion(
-                **common, text="", finish_reason=result.finish_reason, with_usage=False
-            )
-        ]
-        if with_usage:
-            last.append(
-                openai_wire.usage_chunk(
-                    **common,
-                    object="text_completion",
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                )
-            )
-        return last
+    def chunk(text: str, finish_reason: str | None = None) -> dict[str, Any]:
+        return openai_wire.text_completion(
+            **common, text=text, finish_reason=finish_reason, with_usage=False
+        )
 
     return events(
         first,
         pieces,
-        chunk=lambda piece: openai_wire.text_completion(
-            **common, text=piece, finish_reason=None, with_usage=False
+        chunk=chunk,
+        end=ending(
+            lambda reason: chunk("", reason),
+            usage_of={**common, "object": "text_completion"} if with_usage else None,
         ),
-        end=end,
     )
