@@ -54,6 +54,26 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Discard:
+    """The text of the job's last model call is not what the agent keeps (``reason``: why).
+    Its step's output gains ``discarded`` and a ``step`` event says so, so that a client
+    that showed the step's tokens takes them back."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Say:
+    """Text the agent gives as its reply without the model (a profile's ``unknown_reply``):
+    a note step named ``name`` (``data``: its input) whose ``token`` events carry ``text``,
+    as a model call's carry what it generates."""
+
+    name: str
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Work:
     """A step of the agent's own work (building a chat's context): the runner records a
     step of ``kind`` and ``name`` around ``run(output)``, which fills the step's output and
@@ -65,6 +85,6 @@ class Work:
     run: Callable[[StepOutput], Any]
 
 
-Action = ModelCall | ToolCall | Note | Work
+Action = ModelCall | ToolCall | Note | Discard | Say | Work
 # What an agent is once called with its job and lease token.
 Steps = Generator[Action, Any, dict[str, Any]]

@@ -14,8 +14,8 @@ from typing import Any
 from django.conf import settings
 
 from agents import events, services, worker
-from agents.actions import Action, ModelCall, Note, StepOutput, ToolCall, Work
-from agents.models import Job, JobStatus, StepKind, StepStatus
+from agents.actions import Action, Discard, ModelCall, Note, Say, StepOutput, ToolCall, Work
+from agents.models import Job, JobStatus, Step, StepKind, StepStatus
 from agents.reply_stream import ReplyStream
 from agents.tools import REGISTRY, Tool, ToolError
 from core.db import release_pooled_connections
@@ -50,6 +50,7 @@ class JobContext:
         self.token = token
         self.profile = job.profile
         self._last_beat = time.monotonic()
+        self.model_step: Step | None = None  # the last model call's (what Discard marks)
 
     # --- Cancellation and liveness ---------------------------------------------------------
 
@@ -88,6 +89,8 @@ class JobContext:
         self, kind: str, name: str, input: dict[str, Any] | None = None
     ) -> Iterator[StepOutput]:
         step = services.step_start(self.job, token=self.token, kind=kind, name=name, input=input)
+        if kind == StepKind.MODEL_CALL:
+            self.model_step = step
         output = StepOutput()
         output.index = step.index
         try:
@@ -112,6 +115,15 @@ class JobContext:
             self.job, token=self.token, kind=StepKind.NOTE, name=name, input=data, finished=True
         )
 
+    def say(self, name: str, text: str, data: dict[str, Any]) -> str:
+        """A note step whose ``token`` events carry ``text`` (the agent's own reply)."""
+        with self.step(StepKind.NOTE, name, data) as out:
+            tokens = events.TokenEvents(self.job, out.index)
+            tokens(text)
+            tokens.flush()
+            out["text"] = text
+        return text
+
     # --- What the agent asks -----------------------------------------------------------------
 
     def perform(self, action: Action) -> Any:
@@ -128,6 +140,12 @@ class JobContext:
             return self.call_tool(action.name, action.arguments, enabled=list(action.enabled))
         if isinstance(action, Note):
             return self.note(action.name, action.data)
+        if isinstance(action, Discard):
+            if self.model_step is not None:
+                services.step_mark_discarded(self.model_step, reason=action.reason)
+            return None
+        if isinstance(action, Say):
+            return self.say(action.name, action.text, action.data)
         if isinstance(action, Work):
             with self.step(action.kind, action.name, action.input) as out:
                 return action.run(out)

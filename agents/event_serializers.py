@@ -36,5 +36,6 @@ class JobStreamEventSerializer(serializers.Serializer):
     event = serializers.ChoiceField(choices=["status", "step", "token"])
     data = serializers.CharField(
         help_text="JSON. `status`: {job_id, status, final_result?, error?}; `step`: the step "
-        "as GET /agent/job/{id} shows it (attempt?); `token`: {step, text}."
+        "as GET /agent/job/{id} shows it (attempt?; a model call whose text is not kept is "
+        "sent again with `output.discarded`); `token`: {step, text}."
     )

@@ -25,7 +25,10 @@
    prompt's scaffolding rather than answering (the example conversation's facts, the
    previous reply again, a value the user never gave: ``conversations.borrowing``), up to
    ``BORROWED_RETRIES`` times; then the profile's ``unknown_reply`` ("I don't know.") is
-   the reply.
+   the reply. A model call whose text is not the reply is marked so (``Discard``: its
+   streamed tokens are taken back), and an ``unknown_reply`` is given by a note step whose
+   tokens carry it (``Say``): the tokens of the step that produced the stored reply are
+   that reply.
 4. **Store.** The reply is stored once (a service); then, when enough history slid out of
    the window, the oldest of it is folded into the rolling summary (a ``model_call`` step
    named ``summarize``).
@@ -35,7 +38,7 @@ Every step is a request to the runner (``agents.actions``), which records it.
 
 from typing import Any
 
-from agents.actions import ModelCall, Note, Steps
+from agents.actions import Discard, ModelCall, Note, Say, Steps
 from agents.answers import NOT_OFFERED, RETRY_OPTIONS, parse_answer
 from agents.context import AgentFailure, JobCancelled
 from agents.kinds import agent
@@ -45,6 +48,7 @@ from conversations import render, services, summary, tokens, vectors
 from conversations.borrowing import borrowed
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
+from conversations.events import REPLACED_STEP, REPLY_STEP
 from conversations.models import Message, Role
 from conversations.selectors import conversation_get, messages_of_job
 from core.exceptions import DomainError
@@ -53,6 +57,8 @@ from gateway import embeddings
 # Retries of a reply that borrowed from the prompt before the profile's unknown_reply.
 BORROWED_RETRIES = 2
 UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
+# Why a reply step's text was not kept (its step's ``output.discarded``).
+DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
@@ -103,11 +109,12 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
         {"problem": found.describe(), "kind": found.problem, "words": list(found.words),
          "reply": text},
     )  # fmt: skip
+    yield Discard(DISCARDED_BORROWED)
     if not last and turn.borrowed <= BORROWED_RETRIES:
         return None
     instead = turn.profile.unknown_reply.strip() or UNKNOWN_REPLY
-    yield Note("reply_replaced", {"reply": instead})
-    return instead
+    # Streamed as the reply is: its tokens are the stored reply.
+    return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 
 
 def answer(turn: ChatTurn) -> Steps:
@@ -126,8 +133,10 @@ def answer(turn: ChatTurn) -> Steps:
         )
         # Greedy decoding would give the same unusable answer again: a retry samples.
         options = RETRY_OPTIONS if retry else None
-        text = yield render.model_call(profile, context, options=options)
+        text = yield render.model_call(profile, context, name=REPLY_STEP, options=options)
         parsed = parse_answer(text)
+        if parsed.kind == "tool":
+            yield Discard(DISCARDED_TOOL_CALL)
         if parsed.kind == "tool" and context.tools:
             yield from turn.use_tool(parsed.tool, parsed.arguments, offered=context.tools)
             continue
@@ -148,6 +157,7 @@ def answer(turn: ChatTurn) -> Steps:
             retry = True
             continue
         problem = "Nothing was left of the answer once cleaned." if text.strip() else None
+        yield Discard(DISCARDED_UNUSABLE)
         yield Note("unusable_answer", {"problem": problem or "The answer was empty."})
         retry = True
     raise AgentFailure(f"The model gave no usable answer within {max_steps} model calls.")

@@ -9,10 +9,19 @@ from agents.event_serializers import TokenEventSerializer
 from conversations.serializers import MessageSerializer
 
 
+class DiscardEventSerializer(serializers.Serializer):
+    step = serializers.IntegerField(help_text="The reply step whose text is taken back.")
+    reason = serializers.CharField(
+        help_text="Why: `borrowed`, `tool_call`, `unusable` (the step's `output.discarded`), "
+        "`attempt_lost` (its worker died; the job runs again), or `failed` / `cancelled` "
+        "(the chat ended without a reply)."
+    )
+
+
 @extend_schema_field(
     PolymorphicProxySerializer(
         component_name="ConversationEventData",
-        serializers=[MessageSerializer, TokenEventSerializer],
+        serializers=[MessageSerializer, TokenEventSerializer, DiscardEventSerializer],
         resource_type_field_name=None,
     )
 )
@@ -24,7 +33,9 @@ class ConversationStreamEventSerializer(serializers.Serializer):
     """One server-sent event (its lines ``id:``, ``event:``, ``data:``)."""
 
     id = serializers.IntegerField(
-        min_value=1, help_text="Strictly increasing within the conversation."
+        min_value=1,
+        help_text="Strictly increasing within the conversation: a message's is its `seq` x "
+        "1,000,000; the events of the reply it asked for follow it.",
     )
-    event = serializers.ChoiceField(choices=["message", "token"])
+    event = serializers.ChoiceField(choices=["message", "token", "discard"])
     data = ConversationEventDataField()

@@ -74,7 +74,8 @@ class ConversationEventsView(StreamView):
                 ConversationStreamEventSerializer,
                 description=(
                     "Server-sent events: each has `id:` (a positive integer, strictly "
-                    "increasing within the conversation), `event:` (`message` or `token`) and "
+                    "increasing within the conversation), `event:` (`message`, `token` or "
+                    "`discard`) and "
                     "one JSON `data:` line. `: keep-alive` comments every 15 s while nothing "
                     "happens. The stream stays open until the client closes it."
                 ),
@@ -91,9 +92,12 @@ class ConversationEventsView(StreamView):
             "conversation (`role`, `content`, `created_at`, `seq`, as GET "
             "/agent/conversation/{id} shows it), and `token` while a chat job of the "
             "conversation generates its reply (`step`: the index of its model call in the "
-            "job, `text`: the next piece; the pieces of a reply put together are the stored "
-            "reply). Without `Last-Event-ID` the stream starts with what is stored after it "
-            "opened; with it, exactly the events after that id (`0`: from the first)."
+            "job, `text`: the next piece), and `discard` when the text of such a step is not "
+            "kept (`step`, `reason`: a client takes that step's text back; a later step "
+            "writes the reply, or the chat ended without one). What is left of the pieces is "
+            "the stored reply. The order is the conversation's. Without `Last-Event-ID` the "
+            "stream starts with what is stored after it opened; with it, exactly the events "
+            "after that id (`0`: from the first)."
         ),
         examples=CONVERSATION_EVENTS,
     )

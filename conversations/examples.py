@@ -41,12 +41,12 @@ CONVERSATION = example(
         },
     },
 )
-# Two events of GET /agent/conversation/{id}/events.
+# Three events of GET /agent/conversation/{id}/events.
 CONVERSATION_EVENTS = [
     stream_event(
         "message",
         {
-            "id": 7,
+            "id": 3000000,
             "event": "message",
             "data": {
                 "role": "user",
@@ -56,5 +56,9 @@ CONVERSATION_EVENTS = [
             },
         },
     ),
-    stream_event("token", {"id": 8, "event": "token", "data": {"step": 1, "text": "Nice"}}),
+    stream_event("token", {"id": 3000008, "event": "token", "data": {"step": 1, "text": "Nice"}}),
+    stream_event(
+        "discard",
+        {"id": 3000012, "event": "discard", "data": {"step": 1, "reason": "borrowed"}},
+    ),
 ]

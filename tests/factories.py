@@ -26,6 +26,11 @@ def default_profile() -> AgentProfile:
         migration.create_default_profile(apps, None)
         update = importlib.import_module("agents.migrations.0004_prompt_style")
         update.update_default_profile(apps, None)
+        # Its example conversation and its task prompt, as the later migrations set them.
+        example = importlib.import_module("agents.migrations.0005_default_prompt_example")
+        example.set_prompt(example.OLD_SYSTEM_PROMPT, example.DEFAULT_SYSTEM_PROMPT)(apps, None)
+        task = importlib.import_module("agents.migrations.0007_profile_task_prompt")
+        task.set_task_prompt(apps, None)
         profile = AgentProfile.objects.get(name="default")
     return profile
 

@@ -181,3 +181,93 @@ def test_a_last_event_id_that_is_not_a_non_negative_integer_is_400(
         headers={"Authorization": f"Bearer {plain}", "Last-Event-ID": bad},
     )
     assert_error(answer, 400, "validation_error")
+
+
+# --- What is streamed is what is kept ------------------------------------------------------
+
+BORROWING = "I'm sorry, but you don't have a bike in the shed."  # the default example's facts
+
+
+def sampled(body: dict) -> bool:
+    options = body.get("options") or {}
+    return options.get("temperature", body.get("temperature")) == 0.7
+
+
+def shown_text(events: list[tuple[str, dict]]) -> tuple[str, dict[int, str]]:
+    """What a chat window shows of a reply, following the stream as docs/events.md says: a
+    step's tokens are appended to its text, a ``discard`` takes that step's text back. The
+    text left, and the discarded steps' texts."""
+    texts: dict[int, str] = {}
+    dropped: dict[int, str] = {}
+    for kind, data in events:
+        if kind == "token":
+            texts[data["step"]] = texts.get(data["step"], "") + data["text"]
+        elif kind == "discard":
+            dropped[data["step"]] = texts.pop(data["step"], "")
+    assert len(texts) == 1, texts  # one step's text is left: the reply's
+    return next(iter(texts.values())), dropped
+
+
+def job_stream(http: httpx.Client, base: str, job_id: str) -> list[tuple[str, dict]]:
+    with connect_sse(http, "GET", f"{base}/agent/job/{job_id}/events") as source:
+        return [(e.event, json.loads(e.data)) for e in source.iter_sse() if e.data]
+
+
+@pytest.mark.parametrize(
+    ("answers", "kept", "discarded"),
+    [
+        # The first answer is kept.
+        ((None, "The shop opens at nine."), "The shop opens at nine.", 0),
+        # It borrows from the example: asked again with sampling, the second one is kept.
+        ((BORROWING, "Your car is in the garage."), "Your car is in the garage.", 1),
+        # It keeps borrowing: the profile's unknown_reply is the reply.
+        ((BORROWING, BORROWING), "I don't know.", 3),
+    ],
+    ids=["first-kept", "retry-kept", "unknown-reply"],
+)
+def test_the_streamed_reply_is_the_stored_one_and_a_discarded_attempt_is_marked(
+    http, base, cluster, runtime, answers, kept, discarded
+):
+    greedy, retry = answers
+
+    def script(prompt: str, body: dict) -> Reply:
+        text = retry if sampled(body) or greedy is None else greedy
+        return Reply(text=text, chunk_delay=0.02)
+
+    runtime.script = lambda prompt, body: Reply(text="Hello there.")
+    first = chat(http, base, "hello")
+    wait_finished(http, base, first["job_id"])
+    runtime.script = script
+    url = f"{base}/agent/conversation/{first['conversation_id']}/events"
+    with connect_sse(http, "GET", url) as source:  # live, opened before the chat
+        second = chat(http, base, "Where is my car?")
+        live = until_reply(source.iter_sse())
+    wait_finished(http, base, second["job_id"])
+    stored = http.get(f"{base}/agent/conversation/{first['conversation_id']}").json()
+    assert stored["data"]["messages"][-1]["content"] == kept
+
+    # The conversation's stream: the text left once the discarded steps are taken back is
+    # the stored reply, which its message event then carries.
+    events = [(e.event, json.loads(e.data)) for e in live]
+    assert events[-1] == ("message", stored["data"]["messages"][-1])
+    text, dropped = shown_text(events[:-1])
+    assert text == kept and len(dropped) == discarded
+    assert all(t == BORROWING for t in dropped.values())
+    ids = [int(e.id) for e in live]
+    assert ids == sorted(set(ids))
+
+    # The job's stream: the tokens of the step that produced the reply are the reply; each
+    # rejected attempt's step is sent again, ended, with output.discarded.
+    job = job_stream(http, base, second["job_id"])
+    marks = [d for kind, d in job if kind == "step" and "discarded" in d["output"]]
+    assert [m["output"]["discarded"] for m in marks] == ["borrowed"] * discarded
+    assert all(m["status"] == "finished" and m["name"] == "reply" for m in marks)
+    by_step: dict[int, str] = {}
+    for kind, data in job:
+        if kind == "token":
+            by_step[data["step"]] = by_step.get(data["step"], "") + data["text"]
+    producing = [step for step in by_step if step not in {m["index"] for m in marks}]
+    assert [by_step[step] for step in producing] == [kept]
+    assert job[-1][1]["final_result"]["message"]["content"] == kept
+    names = {d["index"]: d["name"] for kind, d in job if kind == "step"}
+    assert names[producing[0]] == ("reply_replaced" if discarded == 3 else "reply")

@@ -32,7 +32,7 @@ from agents.services.leases import (
 )
 from agents.services.prune import job_prune
 from agents.services.starts import job_committed, job_create, job_enqueue, task_start
-from agents.services.steps import step_finish, step_start
+from agents.services.steps import step_finish, step_mark_discarded, step_start
 
 __all__ = [
     "LeaseLost",
@@ -52,6 +52,7 @@ __all__ = [
     "job_renew_leases",
     "job_status",
     "step_finish",
+    "step_mark_discarded",
     "step_start",
     "task_start",
 ]

@@ -70,3 +70,14 @@ def step_finish(
         if ended:
             events.step_emit(step.job, step)
             webhooks.webhook_emit(step.job, "step", step=step)
+
+
+def step_mark_discarded(step: Step, *, reason: str) -> None:
+    """The text of a model call is not what its job keeps (a chat's reply that was asked
+    again or replaced): the step's output says why, and a ``step`` event tells the streams,
+    whose clients take back the tokens they showed of it."""
+    output = {**step.output, "discarded": reason}
+    with transaction.atomic():
+        if Step.objects.filter(pk=step.pk).update(output=output):
+            step.output = output
+            events.step_emit(step.job, step)

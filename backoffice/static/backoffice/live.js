@@ -67,6 +67,11 @@ const startLive = () => {
       if (step.output && typeof step.output.text === "string") {
         liveText(item).textContent = step.output.text;
       }
+      // A model call whose text the job did not keep (docs/events.md): shown, struck through.
+      if (step.output && step.output.discarded) {
+        item.classList.add("step-discarded");
+        item.querySelector(".step-badge").append(` discarded: ${step.output.discarded}`);
+      }
     } else {
       const old = item.querySelector(".step-head .job-status");
       if (old) old.replaceWith(badge(step.status));
@@ -118,6 +123,14 @@ const startLive = () => {
       transcript().appendChild(reply);
     }
     reply.querySelector(".chat-content").append(data.text);
+    reply.dataset.step = data.step;
+  };
+
+  // The text of a reply step that is not kept (asked again, replaced, or the chat ended
+  // without a reply) is taken back; the next step writes the reply.
+  const takeBack = (data) => {
+    const reply = document.getElementById("live-reply");
+    if (reply && reply.dataset.step === String(data.step)) reply.remove();
   };
 
   // --- The stream ----------------------------------------------------------------------
@@ -138,6 +151,7 @@ const startLive = () => {
   } else {
     on("message", showMessage);
     on("token", showReplyToken);
+    on("discard", takeBack);
   }
 };
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startLive);
