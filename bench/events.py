@@ -1,7 +1,8 @@
 """Job event streams as their clients see them (``GET /agent/job/{id}/events``).
 
     .venv/bin/python bench/events.py [--latency-jobs 40] [--streams 2000] [--chat-jobs 20]
-                                     [--base REV] [--throughput-jobs 60] [--rounds 3]
+                                     [--base REV[,REV]] [--throughput-jobs 60] [--rounds 3]
+                                     [--cancel-jobs 10] [--parts 1,2,3,4]
 
 Each part runs the production web server (deploy/gunicorn.conf.py, 2 processes) and a
 qcluster on a throwaway database, in front of a loopback runtime of this file's own
@@ -21,7 +22,9 @@ word leaves it; the clients are aiohttp, reading the streams as server-sent even
    event's delay from the runtime's chunk that released it to its arrival (p50, p99), and an
    instant ``/api.php`` call's p50 meanwhile.
 3. **Throughput** (PostgreSQL): chat jobs per second with the reply streamed (no pauses),
-   this tree beside ``--base`` (the commit before), in alternating rounds.
+   this tree beside ``--base`` (the commits before), in alternating rounds.
+4. **Cancel** (PostgreSQL): chats cancelled once their stream showed two tokens; the time
+   from the cancel's request to the stream's ``cancelled`` event (the goal: within a second).
 """
 
 from __future__ import annotations
@@ -315,9 +318,12 @@ def jobs_per_second(base: str, key: str, env: dict[str, str], jobs: int, round_:
 
 def part_throughput(args) -> list[str]:
     with contextlib.ExitStack() as stack:
-        base, worktree = stack.enter_context(checkout(args.base))
+        trees = {}
+        for rev in args.base.split(","):
+            base, worktree = stack.enter_context(checkout(rev))
+            trees[f"before ({base})"] = worktree
+        trees["after (this tree)"] = PROJECT_DIR
         rt = stack.enter_context(runtime(words=20, first_delay=0, chunk_delay=0))
-        trees = {f"before ({base})": worktree, "after (this tree)": PROJECT_DIR}
         services = {
             label: stack.enter_context(service("postgres", rt, tree=tree))
             for label, tree in trees.items()
@@ -331,10 +337,64 @@ def part_throughput(args) -> list[str]:
         f"median {statistics.median(r):.2f}  rounds {', '.join(f'{x:.2f}' for x in r)}"
         for label, r in rates.items()
     ]
-    before, after = (statistics.median(r) for r in rates.values())
-    lines.append(f"after / before: {after / before:.2f}")
+    *befores, after = rates
+    for label in befores:
+        ratio = statistics.median(rates[after]) / statistics.median(rates[label])
+        lines.append(f"after / {label}: {ratio:.2f}")
     print("\n".join(lines), flush=True)
     return lines
+
+
+# --- 4. Cancel ---------------------------------------------------------------------------
+
+
+async def cancel_delay(session, base: str, key: str, mark: str) -> float:
+    """A chat cancelled once its stream showed two tokens: the ms from the cancel's request
+    to the stream's ``cancelled`` event (the stream then ends)."""
+    job_id = await start_chat(session, base, key, mark)
+    state: dict[str, float] = {}
+    tokens: list[float] = []
+    cancels: list[asyncio.Future] = []
+
+    async def cancel() -> None:
+        state["asked"] = time.time()
+        async with session.post(f"{base}/agent/job/{job_id}/cancel", headers=_auth(key)) as a:
+            assert a.status == 200, await a.text()
+
+    def seen(kind: str, data: dict, at: float) -> None:
+        if kind == "token":
+            tokens.append(at)
+            if len(tokens) == 2:
+                cancels.append(asyncio.ensure_future(cancel()))
+        elif kind == "status" and data["status"] == "cancelled":
+            state["ended"] = at
+
+    await read_events(session, f"{base}/agent/job/{job_id}/events", key, seen)
+    await asyncio.gather(*cancels)
+    assert "ended" in state, f"{job_id} was not cancelled"
+    return (state["ended"] - state["asked"]) * 1000
+
+
+async def cancel_delays(base: str, key: str, jobs: int) -> list[float]:
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=60)) as session:
+        return [await cancel_delay(session, base, key, f"cancel{n}x") for n in range(jobs)]
+
+
+def part_cancel(args) -> list[str]:
+    with (
+        runtime(words=400, first_delay=0, chunk_delay=0.05) as rt,
+        service("postgres", rt) as (base, key, _, env),
+        qcluster(env),
+    ):
+        delays = sorted(asyncio.run(cancel_delays(base, key, args.cancel_jobs)))
+    line = (
+        f"cancel -> cancelled event (PostgreSQL, {len(delays)} chats streaming): p50 "
+        f"{statistics.median(delays):.0f} ms, max {delays[-1]:.0f} ms"
+    )
+    print(line, flush=True)
+    return [line]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,10 +402,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-jobs", type=int, default=40)
     parser.add_argument("--streams", type=int, default=2000)
     parser.add_argument("--chat-jobs", type=int, default=20)
-    parser.add_argument("--base", default="", help="the commit before (part 3; none: skipped)")
+    parser.add_argument(
+        "--base", default="", help="the commits before, comma-separated (part 3; none: skipped)"
+    )
     parser.add_argument("--throughput-jobs", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--parts", default="1,2,3")
+    parser.add_argument("--cancel-jobs", type=int, default=10)
+    parser.add_argument("--parts", default="1,2,3,4")
     parser.add_argument("--backends", default="sqlite,postgres,redis", help="of part 1")
     args = parser.parse_args(argv)
     print(f"bench/events.py: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}", flush=True)
@@ -356,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         part_many_streams(args)
     if "3" in parts and args.base:
         part_throughput(args)
+    if "4" in parts:
+        part_cancel(args)
     return 0
 
 

@@ -11,7 +11,8 @@ production settings (``deploy/gunicorn.conf.py``, ``WEB_CONCURRENCY=2``, DEBUG=0
 PostgreSQL, Redis as the broker):
 
 * this working tree (``after``);
-* with ``--base REV``, that commit (``before``), checked out in a temporary worktree;
+* with ``--base REV`` (repeatable), that commit (``before``), checked out in a temporary
+  worktree;
 * with ``--litellm``, LiteLLM's proxy (2 workers) from the virtualenv ``--litellm-venv``
   (``python3 -m venv var/litellm-venv && var/litellm-venv/bin/pip install 'litellm[proxy]'``),
   its ``/v1/completions`` routed to the same runtime, with a master key.
@@ -435,7 +436,12 @@ def chat_row(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", help="also run this earlier commit (any git revision)")
+    parser.add_argument(
+        "--base",
+        action="append",
+        default=[],
+        help="also run this earlier commit (any git revision; repeatable)",
+    )
     parser.add_argument("--litellm", action="store_true", help="also run LiteLLM's proxy")
     parser.add_argument("--litellm-venv", type=Path, default=PROJECT_DIR / "var/litellm-venv")
     parser.add_argument("--clients", default="16,64,256")
@@ -478,8 +484,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         web_env = dict(item.split("=", 1) for item in args.web_env)
         targets = [service("after (working tree)", PROJECT_DIR, runtime.url, stack, web_env)]
-        if args.base:
-            targets.append(base_service(args.base, runtime.url, stack))
+        for rev in args.base:
+            targets.append(base_service(rev, runtime.url, stack))
         if args.litellm:
             targets.append(stack.enter_context(litellm(args.litellm_venv, runtime.url)))
         for target in targets:  # connections made, code loaded

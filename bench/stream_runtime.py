@@ -74,12 +74,15 @@ def serve_runtime(port: int, words: int, first_delay: float, chunk_delay: float)
         await answer.prepare(request)
         await asyncio.sleep(first_delay)
         times = sent.setdefault(mark, [])
-        for i, piece in enumerate(chunks(words)):
-            if i and chunk_delay:
-                await asyncio.sleep(chunk_delay)
-            await answer.write(line(piece))
-            times.append(time.time())
-        await answer.write(line("", done=True))
+        try:
+            for i, piece in enumerate(chunks(words)):
+                if i and chunk_delay:
+                    await asyncio.sleep(chunk_delay)
+                await answer.write(line(piece))
+                times.append(time.time())
+            await answer.write(line("", done=True))
+        except ConnectionResetError:  # the caller left (a cancelled job): nothing to say
+            pass
         return answer
 
     async def tags(request: web.Request) -> web.Response:
