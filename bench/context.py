@@ -1,25 +1,30 @@
 """Benchmark of the chat agent's context building and history reads, on SQLite and
-PostgreSQL.
+PostgreSQL, measured as a client of the service.
 
     .venv/bin/python bench/context.py [--repeat N] [--only sqlite|postgres]
+                                      [--sizes 100,10000,100000] [--needle-conversations 4]
 
 For each database (a migrated SQLite temp file; a throwaway PostgreSQL database created
-and dropped here) it fills conversations with generated chat messages and reports:
+and dropped here) the service runs as in production (deploy/gunicorn.conf.py and a
+qcluster) in front of a loopback runtime (tests/runtime_server.py) that answers at once
+and records what it was sent. Conversations are filled with generated chat messages through
+the conversations' public service (``messages_import``), then chats are started over HTTP
+(``POST /agent/chat``) and read back (``GET /agent/job/{id}``). It reports:
 
-* context-build time for conversations of 100, 10,000 and 100,000 messages: the work a
-  chat job does before its first model call (reading the window, the agent's own
-  ``search_history`` and ``read_history``, the context steps it records), as the job
-  runs it, median of N chats each; target: the largest at most 1.5 x the smallest;
-* ``GET /agent/conversation/{id}`` of a 10,000-message conversation through gunicorn
-  (the production server, keep-alive, loopback), median of N; target <= 300 ms;
+* context-build time for conversations of 100, 10,000 and 100,000 messages: from the start
+  of a chat job's first ``context`` step to the start of its first model call (the window,
+  the agent's own ``search_history`` and ``read_history``, the context again), as the job's
+  steps tell it, median of N chats each; target: the largest at most 1.5 x the smallest;
+* ``GET /agent/conversation/{id}`` of a 10,000-message conversation, median of N; target
+  <= 300 ms;
 * needle recall: 200 facts planted at random depths in 10,000-message conversations
   (4 x 50), then a question about each asked as a new chat; the share of facts whose
-  message is in the prompt built within a 2,000-token budget by the agent's own
-  retrieval, with no model involved; target >= 95%. Every prompt is also checked
-  against the budget.
+  message is in the prompt the runtime received, within a 2,000-token budget; target
+  >= 95%. Every first context is also checked against its budget (the ``context`` step's
+  ``used_tokens``, the service's own heuristic count, which over-counts).
 
-No model runtime is needed: no model is called, and token counts come from the
-heuristic (``conversations.tokens``), which over-counts.
+The needle profile (a 2,256-token window with the history tools) is a copy of the default
+profile saved by the setup step: no service creates profiles (the admin does).
 """
 
 from __future__ import annotations
@@ -34,21 +39,26 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     DATABASES,
+    MODEL,
     PROJECT_DIR,
+    create_api_key,
     gunicorn,
     manage,
     python,
+    qcluster,
     service_env,
     table,
 )
+from tests.runtime_server import GENERATE_PATHS, RuntimeServer
 
-SIZES = (100, 10_000, 100_000)
+SIZES = "100,10000,100000"
 NEEDLE_CONVERSATIONS = 4
 NEEDLES_PER_CONVERSATION = 50
 NEEDLE_SIZE = 10_000
@@ -112,47 +122,31 @@ def fact(adjective: str, thing: str, room: int) -> tuple[str, str]:
     )
 
 
-# --- The worker: Django in this process, on the benchmark's database ----------------------------
+# --- Setting up: Django in this process, the conversations' public services ---------------
 
 
-def worker(repeat: int) -> dict:
+def fill_conversations(key: str, sizes: list[int], needle_conversations: int) -> dict:
+    """Fills the conversations the driver asks in, owned by ``key``'s owner."""
     import django
 
     django.setup()
     from django.db import connection
 
-    from agents import services as jobs
-    from agents.context import JobContext
-    from agents.models import AgentProfile
-    from agents.runner import drive
-    from conversations import services, tokens
-    from conversations.chat_agent import first_context
-    from conversations.render import transcript
-    from conversations.search import backend
-    from gateway.services import api_key_create
+    from agents.selectors import profile_get
+    from conversations import services
+    from gateway.services import api_key_authenticate
 
     rng = random.Random(20261122)
-    key, plain = api_key_create(
-        name="bench",
-        rate_limit_per_minute=0,
-        agent_starts_per_minute=0,
-        agent_reads_per_minute=0,
-        max_active_jobs=0,
-    )
-    default = AgentProfile.objects.get(name="default")
-    needle_profile = AgentProfile.objects.create(
-        name="needle",
-        model=default.model,
-        system_prompt=default.system_prompt,
-        options=default.options,
-        context_window=NEEDLE_BUDGET + 256,
-        answer_reserve=256,
-        tools=["search_history", "read_history"],
-    )
+    owner_id = api_key_authenticate(key).owner_id
+    default = profile_get("default")
+    needle = profile_get("default")
+    needle.pk, needle.name, needle.tools = None, "needle", ["search_history", "read_history"]
+    needle.context_window, needle.answer_reserve = NEEDLE_BUDGET + 256, 256
+    needle.save()
 
-    def fill(scope_id: str, size: int, planted: dict[int, str] | None = None):
+    def fill(scope_id: str, size: int, planted: dict[int, str] | None = None) -> str:
         conversation = services.conversation_get_or_create(
-            owner_id=key.owner_id, source="bench", scope_type="ctx", scope_id=scope_id,
+            owner_id=owner_id, source="bench", scope_type="ctx", scope_id=scope_id,
             profile=default,
         )  # fmt: skip
         planted = planted or {}
@@ -164,78 +158,119 @@ def worker(repeat: int) -> dict:
                     for seq in range(start, min(start + 10_000, size + 1))
                 ],
             )
-        return conversation
-
-    def prepare(conversation, question: str, profile) -> tuple[object, float]:
-        """Starts a chat as the API does, runs its job up to the first model call."""
-        _, job, _ = services.chat_start(
-            api_key=key, source="bench", scope_type="ctx", scope_id=conversation.scope_id,
-            prompt=question, prompt_tokens=tokens.estimate(question), profile=profile,
-        )  # fmt: skip
-        claimed = jobs.job_claim(job.pk, token="bench")
-        assert claimed is not None, "the chat job could not be claimed"
-        started = time.perf_counter()
-        context = drive(JobContext(claimed, "bench"), first_context(claimed))
-        elapsed = time.perf_counter() - started
-        jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
-        return context, elapsed
-
-    def analyze() -> None:
-        """What autovacuum does after a bulk load: the planner's statistics, which the
-        PostgreSQL search reads to tell common words from rare ones."""
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql":  # what autovacuum does after a bulk load
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE conversations_message")
+        return conversation.pk
 
-    result: dict = {"search": backend(), "key": plain, "build": {}, "fill_seconds": {}}
-    conversations = {}
-    for size in SIZES:
+    result: dict = {"fill_seconds": {}, "conversations": {}, "needles": []}
+    for size in sizes:
         started = time.perf_counter()
-        conversations[size] = fill(f"size-{size}", size)
+        result["conversations"][size] = fill(f"size-{size}", size)
         result["fill_seconds"][size] = round(time.perf_counter() - started, 1)
-    analyze()
-    # Sizes take turns, so that a noisy neighbour slows them all alike.
-    timings: dict[int, list[float]] = {size: [] for size in SIZES}
-    for n in range(repeat + 2):
-        for size in SIZES:
-            question = (
-                f"What did {rng.choice(NAMES)} say about the {rng.choice(OBJECTS)} "
-                f"at the {rng.choice(PLACES)}?"
-            )
-            _, elapsed = prepare(conversations[size], question, default)
-            if n >= 2:  # two warm-up rounds
-                timings[size].append(elapsed * 1000)
-    for size, measured in timings.items():
-        result["build"][size] = {
-            "median_ms": statistics.median(measured),
-            "p90_ms": sorted(measured)[int(0.9 * (len(measured) - 1))],
-        }
-    result["get_conversation"] = conversations[10_000].pk
-
     pairs = [(a, o) for a in ADJECTIVES for o in OBJECTS]
     rng.shuffle(pairs)
-    found, total, over_budget, max_used = 0, 0, 0, 0
-    for index in range(NEEDLE_CONVERSATIONS):
+    for index in range(needle_conversations):
         chosen = pairs[index * NEEDLES_PER_CONVERSATION : (index + 1) * NEEDLES_PER_CONVERSATION]
         depths = rng.sample(range(1, NEEDLE_SIZE + 1), NEEDLES_PER_CONVERSATION)
         facts = {
             depth: fact(adjective, thing, rng.randint(100, 999))
             for depth, (adjective, thing) in zip(depths, chosen, strict=True)
         }
-        conversation = fill(
-            f"needles-{index}", NEEDLE_SIZE, {d: text for d, (text, _) in facts.items()}
-        )
-        analyze()
+        fill(f"needles-{index}", NEEDLE_SIZE, {d: text for d, (text, _) in facts.items()})
         order = list(facts.values())
         rng.shuffle(order)
-        for text, question in order:
-            context, _ = prepare(conversation, question, needle_profile)
+        result["needles"].append({"scope_id": f"needles-{index}", "facts": order})
+    return result
+
+
+# --- The client ------------------------------------------------------------------------------
+
+
+class Client:
+    """The agent API on one keep-alive connection."""
+
+    def __init__(self, base_url: str, key: str) -> None:
+        host, port = base_url.removeprefix("http://").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[dict, int]:
+        """The answer's JSON and its size in bytes; anything but 200 raises."""
+        payload = None if body is None else json.dumps(body)
+        self.conn.request(method, path, payload, self.headers)
+        response = self.conn.getresponse()
+        raw = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{method} {path} answered {response.status}: {raw[:300]!r}")
+        return json.loads(raw)["data"], len(raw)
+
+    def chat(self, scope_id: str, prompt: str, profile: str, timeout: float = 120) -> dict:
+        """Starts a chat and waits for its job to end; the job as GET /agent/job/{id} shows it."""
+        body = {"source": "bench", "scope_type": "ctx", "scope_id": scope_id, "prompt": prompt}
+        job_id = self.call("POST", "/agent/chat", {**body, "profile": profile})[0]["job_id"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job, _ = self.call("GET", f"/agent/job/{job_id}")
+            if job["status"] == "finished":
+                return job
+            if job["status"] in ("failed", "cancelled"):
+                raise RuntimeError(f"chat job {job_id} {job['status']}: {job.get('error')}")
+            time.sleep(0.02)
+        raise TimeoutError(f"chat job {job_id} did not end within {timeout:.0f} s")
+
+
+def first_context(job: dict) -> tuple[float, dict]:
+    """The ms from the first ``context`` step's start to the first model call's start, and
+    the output of the last ``context`` step before that call."""
+    steps = job["steps"]
+    call = next(i for i, step in enumerate(steps) if step["kind"] == "model_call")
+    contexts = [step for step in steps[:call] if step["kind"] == "context"]
+
+    def at(step: dict) -> float:
+        return datetime.fromisoformat(step["started_at"]).timestamp() * 1000
+
+    return at(steps[call]) - at(contexts[0]), contexts[-1]["output"]
+
+
+def prompt_text(request) -> str:
+    """All the text a generate call sent: its prompt, or its chat messages."""
+    body = request.body or {}
+    if "messages" in body:
+        return "\n".join(str(message.get("content", "")) for message in body["messages"])
+    return str(body.get("prompt", ""))
+
+
+def measure(client: Client, runtime: RuntimeServer, setup: dict, repeat: int) -> dict:
+    rng = random.Random(20261126)
+    sizes = list(setup["conversations"])
+    result: dict = {"build": {}}
+    # Sizes take turns, so that a noisy neighbour slows them all alike.
+    timings: dict[str, list[float]] = {size: [] for size in sizes}
+    for n in range(repeat + 2):
+        for size in sizes:
+            question = (
+                f"What did {rng.choice(NAMES)} say about the {rng.choice(OBJECTS)} "
+                f"at the {rng.choice(PLACES)}?"
+            )
+            elapsed, _ = first_context(client.chat(f"size-{size}", question, "default"))
+            if n >= 2:  # two warm-up rounds
+                timings[size].append(elapsed)
+    for size, measured in timings.items():
+        result["build"][size] = {
+            "median_ms": statistics.median(measured),
+            "p90_ms": sorted(measured)[int(0.9 * (len(measured) - 1))],
+        }
+    found, total, over_budget, max_used = 0, 0, 0, 0
+    for needles in setup["needles"]:
+        for text, question in needles["facts"]:
+            sent = len(runtime.requests)
+            _, context = first_context(client.chat(needles["scope_id"], question, "needle"))
+            calls = [r for r in runtime.requests[sent:] if r.path in GENERATE_PATHS]
             total += 1
-            prompt = transcript(context)
-            found += text in prompt
-            used = tokens.estimate(prompt)
-            max_used = max(max_used, used)
-            over_budget += used > NEEDLE_BUDGET
+            found += text in prompt_text(calls[0])
+            max_used = max(max_used, context["used_tokens"])
+            over_budget += context["used_tokens"] > context["budget"]
     result["recall"] = {
         "found": found,
         "total": total,
@@ -245,71 +280,63 @@ def worker(repeat: int) -> dict:
     return result
 
 
-# --- The driver ----------------------------------------------------------------------------
-
-
-def time_get(base_url: str, path: str, key: str, repeat: int) -> tuple[float, float, int]:
-    """Median and worst of ``repeat`` GETs (after two warm-ups) and the answer's size."""
-    host, port = base_url.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+def time_get(client: Client, path: str, repeat: int) -> tuple[float, float, int]:
+    """Median and worst of ``repeat`` GETs (after two warm-ups) and the messages answered."""
     timings, size = [], 0
-    try:
-        for n in range(repeat + 2):
-            started = time.perf_counter()
-            conn.request("GET", path, headers={"Authorization": f"Bearer {key}"})
-            response = conn.getresponse()
-            body = response.read()
-            elapsed = (time.perf_counter() - started) * 1000
-            if response.status != 200:
-                raise RuntimeError(f"GET {path} answered {response.status}: {body[:300]!r}")
-            if n >= 2:
-                timings.append(elapsed)
-            size = len(json.loads(body)["data"]["messages"])
-    finally:
-        conn.close()
+    for n in range(repeat + 2):
+        started = time.perf_counter()
+        data, _ = client.call("GET", path)
+        if n >= 2:
+            timings.append((time.perf_counter() - started) * 1000)
+        size = len(data["messages"])
     return statistics.median(timings), max(timings), size
 
 
-def run_database(name: str, repeat: int) -> dict:
-    with DATABASES[name]() as url:
-        env = service_env(url, runtime_url="http://127.0.0.1:9")
+def run_database(name: str, args: argparse.Namespace) -> dict:
+    with DATABASES[name]() as url, RuntimeServer(models=(MODEL,)) as runtime:
+        # One worker process: the chats run one at a time, and the warm-up rounds warm it.
+        env = service_env(url, runtime_url=runtime.url, AGENT_MODEL=MODEL, Q_WORKERS=1)
         manage(env, "migrate")
+        key = create_api_key(env, name="bench", scopes="agent")
+        command = [python(), str(Path(__file__).resolve()), "--setup", key, "--sizes", args.sizes]
+        command += ["--needle-conversations", str(args.needle_conversations)]
         done = subprocess.run(
-            [python(), str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat)],
-            cwd=PROJECT_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=3600,
+            command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=3600
         )
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if done.returncode != 0 or line is None:
-            raise RuntimeError(f"the {name} worker failed:\n{done.stdout}\n{done.stderr}")
-        result = json.loads(line.removeprefix("RESULT "))
-        with gunicorn(env) as server:
-            path = f"/agent/conversation/{result['get_conversation']}"
-            median, worst, size = time_get(server.url, path, result["key"], repeat)
+            raise RuntimeError(f"the {name} setup failed:\n{done.stdout}\n{done.stderr}")
+        setup = json.loads(line.removeprefix("RESULT "))
+        with gunicorn(env, None) as server, qcluster(env):
+            client = Client(server.url, key)
+            result = measure(client, runtime, setup, args.repeat)
+            filled = setup["conversations"]
+            shown = str(NEEDLE_SIZE) if str(NEEDLE_SIZE) in filled else max(filled, key=int)
+            path = f"/agent/conversation/{filled[shown]}"
+            median, worst, size = time_get(client, path, args.repeat)
         result["get"] = {"median_ms": median, "max_ms": worst, "messages": size}
+        result["fill_seconds"] = setup["fill_seconds"]
         return result
 
 
 def report(name: str, result: dict) -> bool:
     build = result["build"]
-    smallest, largest = build[str(SIZES[0])], build[str(SIZES[-1])]
+    sizes = sorted(build, key=int)
+    smallest, largest = build[sizes[0]], build[sizes[-1]]
     ratio = largest["median_ms"] / smallest["median_ms"]
     recall = result["recall"]
     share = recall["found"] / recall["total"]
     get = result["get"]
-    print(f"\n== {name} (full-text search: {result['search']}) ==")
+    print(f"\n== {name} ==")
     rows = [
-        [f"{size:,}", build[str(size)]["median_ms"], build[str(size)]["p90_ms"],
-         result["fill_seconds"][str(size)]]
-        for size in SIZES
+        [f"{int(size):,}", round(build[size]["median_ms"], 1), round(build[size]["p90_ms"], 1),
+         result["fill_seconds"][size]]
+        for size in sizes
     ]  # fmt: skip
     print(table(["messages", "build median ms", "build p90 ms", "fill s"], rows))
     checks = [
-        (f"context build {SIZES[-1]:,} / {SIZES[0]:,}", f"{ratio:.2f}x", f"<= {TARGET_RATIO}x",
-         ratio <= TARGET_RATIO),
+        (f"context build {int(sizes[-1]):,} / {int(sizes[0]):,}", f"{ratio:.2f}x",
+         f"<= {TARGET_RATIO}x", ratio <= TARGET_RATIO),
         (f"GET {get['messages']:,} messages (median; max {get['max_ms']:.0f} ms)",
          f"{get['median_ms']:.0f} ms", f"<= {TARGET_GET_MS:.0f} ms",
          get["median_ms"] <= TARGET_GET_MS),
@@ -329,10 +356,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15, help="timed runs per figure")
     parser.add_argument("--only", choices=sorted(DATABASES), help="one database only")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", default=SIZES, help="conversation sizes, in messages")
+    parser.add_argument(
+        "--needle-conversations", type=int, default=NEEDLE_CONVERSATIONS, help="of 50 facts each"
+    )
+    parser.add_argument("--setup", metavar="KEY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        print("RESULT " + json.dumps(worker(args.repeat)), flush=True)
+    if args.setup:
+        sizes = [int(size) for size in args.sizes.split(",")]
+        filled = fill_conversations(args.setup, sizes, args.needle_conversations)
+        print("RESULT " + json.dumps(filled), flush=True)
         return 0
     print(
         f"bench/context.py on {platform.node()}, {os.cpu_count()} CPUs, {platform.python_version()}"
@@ -340,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for name in [args.only] if args.only else list(DATABASES):
         started = time.perf_counter()
-        ok &= report(name, run_database(name, args.repeat))
+        ok &= report(name, run_database(name, args))
         print(f"({time.perf_counter() - started:.0f} s)")
     return 0 if ok else 1
 

@@ -1,54 +1,123 @@
-"""The cost of the body checks at the edge (core/http.py), beside a bare ``json.loads``.
+"""The body checks at the edge of ``POST /api.php``, timed from a client.
 
-Every body is parsed by ``parse_json`` (depth limit, no NaN) and walked by
-``value_problems`` (NUL, unpaired surrogates, infinite numbers). This prints, for a usual
-``/api.php`` body and for one with a 1 MB prompt, the time of each, measured side by side
-in one run (min of 7 rounds), and their ratio to ``json.loads``::
+    .venv/bin/python bench/edge.py [--rounds 7] [--requests 200]
 
-    .venv/bin/python bench/edge.py
+Every ``/api.php`` body is parsed (a depth limit, no NaN), its key is checked, and its
+values are walked for what cannot be stored (NUL, unpaired surrogates, infinite numbers)
+before the model is called. This sends, to the production server (deploy/gunicorn.conf.py)
+on SQLite in front of a loopback runtime that answers at once, for a usual body and for one
+with a 1 MB prompt:
+
+* ``unparsable``: the body broken at its last byte, refused after the whole parse (400
+  ``invalid_json``);
+* ``unstorable``: a valid body whose prompt ends with a NUL, refused after the parse, the
+  key and the walk (400 ``validation_error``);
+* ``answered`` (usual body only): the whole call, 200.
+
+Rounds take turns between the kinds, on one keep-alive connection; printed: the median of
+the rounds' medians in ms, and unstorable / unparsable (what the key and the walk add to a
+refusal that had to parse the body anyway).
 """
 
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
 import json
-import os
+import statistics
 import sys
-import timeit
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-import django
+from bench.common import (
+    MODEL,
+    create_api_key,
+    gunicorn,
+    manage,
+    runtime_process,
+    service_env,
+    sqlite_database,
+    table,
+    temp_dir,
+)
 
-django.setup()
-
-from core.http import parse_json, value_problems  # noqa: E402
-
-USUAL = {
-    "api_key": "llmgw_" + "a" * 12 + "_" + "b" * 40,
-    "model": "gemma3:270m",
-    "prompt": "The capital of France is",
-    "options": {"temperature": 0.2, "num_predict": 16, "stop": ["\n"]},
-}
-LARGE = {**USUAL, "prompt": "word " * 200_000}
-
-
-def best(func, number: int) -> float:
-    return min(timeit.repeat(func, number=number, repeat=7)) / number
+USUAL_PROMPT = "The capital of France is"
+LARGE_PROMPT = "word " * 200_000
 
 
-def main() -> None:
-    for name, body, number in (("usual body", USUAL, 20_000), ("1 MB prompt", LARGE, 20)):
-        raw = json.dumps(body).encode()
-        parsed = json.loads(raw)
-        bare = best(lambda raw=raw: json.loads(raw), number)
-        parse = best(lambda raw=raw: parse_json(raw), number)
-        walk = best(lambda parsed=parsed: value_problems(parsed), number)
-        print(
-            f"{name} ({len(raw):,} bytes): json.loads {bare * 1e6:.1f} us; parse_json "
-            f"{parse * 1e6:.1f} us ({parse / bare:.2f}x); value_problems {walk * 1e6:.1f} us "
-            f"({walk / bare:.2f}x); both {(parse + walk) / bare:.2f}x"
+def bodies(key: str) -> dict[tuple[str, str], tuple[bytes, int]]:
+    """``(size, kind) -> (body, the status it must answer)``."""
+    found = {}
+    for size, prompt in (("usual", USUAL_PROMPT), ("1 MB prompt", LARGE_PROMPT)):
+        body = {"api_key": key, "model": MODEL, "prompt": prompt, "options": {"num_predict": 16}}
+        valid = json.dumps(body).encode()
+        found[size, "unparsable"] = (valid[:-1] + b",", 400)
+        found[size, "unstorable"] = (json.dumps({**body, "prompt": prompt + "\0"}).encode(), 400)
+        if size == "usual":
+            found[size, "answered"] = (valid, 200)
+    return found
+
+
+def timed(conn: http.client.HTTPConnection, body: bytes, status: int, requests: int) -> float:
+    """The median ms of ``requests`` POSTs of ``body``, each of which must answer ``status``."""
+    times = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        conn.request("POST", "/api.php", body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        answer = response.read()
+        times.append((time.perf_counter() - started) * 1000)
+        if response.status != status:
+            raise RuntimeError(f"/api.php answered {response.status}: {answer[:300]!r}")
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--requests", type=int, default=200, help="per round, usual bodies")
+    args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        runtime = stack.enter_context(runtime_process())
+        env = service_env(
+            stack.enter_context(sqlite_database()),
+            runtime_url=runtime.url,
+            var_dir=stack.enter_context(temp_dir()),
         )
+        manage(env, "migrate", "--no-input")
+        server = stack.enter_context(gunicorn(env, None))
+        cases = bodies(create_api_key(env, name="bench"))
+        host, port = server.url.removeprefix("http://").split(":")
+        conn = stack.enter_context(contextlib.closing(http.client.HTTPConnection(host, int(port))))
+        medians: dict[tuple[str, str], list[float]] = {case: [] for case in cases}
+        for round_number in range(args.rounds + 1):  # the first round warms up
+            for (size, kind), (body, status) in cases.items():
+                requests = args.requests if size == "usual" else max(1, args.requests // 20)
+                median = timed(conn, body, status, requests)
+                if round_number:
+                    medians[size, kind].append(median)
+    rows = []
+    for size in ("usual", "1 MB prompt"):
+        figure = {kind: statistics.median(medians[size, kind]) for (s, kind) in cases if s == size}
+        rows.append(
+            [
+                size,
+                round(figure["unparsable"], 2),
+                round(figure["unstorable"], 2),
+                round(figure["unstorable"] / figure["unparsable"], 2),
+                round(figure["answered"], 2) if "answered" in figure else "-",
+            ]
+        )
+    print(
+        f"POST /api.php, production server on SQLite, {args.rounds} rounds"
+        f" (medians of the rounds' medians, ms)"
+    )
+    print(table(["body", "unparsable", "unstorable", "unstorable / unparsable", "answered"], rows))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,12 +1,13 @@
-"""Benchmark of agent jobs on a real qcluster, on SQLite and on PostgreSQL.
+"""Benchmark of agent jobs on a real qcluster, on SQLite and on PostgreSQL, as a client.
 
-    .venv/bin/python bench/jobs.py [--starts N] [--drain N] [--rounds N] [--databases ...]
+    .venv/bin/python bench/jobs.py [--starts N] [--rounds N] [--databases ...]
 
 For each database (a migrated SQLite temp file; a throwaway PostgreSQL database created and
-dropped here) it runs gunicorn on ``config.wsgi`` and ``manage.py qcluster`` with 2 workers
-(the database broker, settings as in production), in front of a loopback model runtime that
-answers at once, with a key made for the ``agent`` scope and a profile without tools (so
-that every job is one model call), and reports:
+dropped here) it runs the production server (deploy/gunicorn.conf.py) and ``manage.py
+qcluster`` with 2 workers (the database broker, settings as in production), in front of a
+loopback model runtime that answers at once, with a key made for the ``agent`` scope; the
+task "Say hi." runs on the default profile as one model call. Jobs are started with ``POST
+/agent/job/start`` and read with ``GET /agent/job/{id}``. It reports:
 
 * ``POST /agent/job/start`` latency p50 / p99, sequential, with the cluster stopped (the
   endpoint alone: validate, insert, commit, enqueue);
@@ -14,9 +15,9 @@ that every job is one model call), and reports:
   to the last finish;
 * one job's start -> finished (and, of it, claim -> finished) next to a bare django-q2
   no-op task's enqueue -> done on the same warm cluster, one at a time, p50 of each and
-  their ratio. Both are the server's own timestamps (``Job.created_at`` ->
-  ``Job.finished_at``; ``Task.started`` -> ``Task.stopped``), so the polling that waits
-  for them does not add to them.
+  their ratio. Both are the server's own timestamps (the job's ``created_at`` ->
+  ``finished_at`` as GET /agent/job/{id} shows them; django-q2's ``Task.started`` ->
+  ``Task.stopped``), so the polling that waits for them does not add to them.
 
 Everything is bounded: a fixed number of jobs and tasks, each wait with a deadline.
 """
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -53,6 +55,7 @@ from bench.common import (
 )
 
 WORKERS = 2
+TERMINAL = ("finished", "failed", "cancelled")
 TARGET_START_P50_MS = 15.0
 TARGET_RATIO = 1.5
 BODY = {
@@ -60,7 +63,6 @@ BODY = {
     "scope_type": "run",
     "scope_id": 1,
     "task": "Say hi.",
-    "profile": "bench",
 }
 
 
@@ -152,6 +154,24 @@ class Client:
             raise RuntimeError(f"start answered {response.status}: {data}")
         return data["data"]["job_id"]
 
+    def job(self, job_id: str) -> dict:
+        """``GET /agent/job/{id}``'s data."""
+        self.conn.request("GET", f"/agent/job/{job_id}", headers=self.headers)
+        response = self.conn.getresponse()
+        data = json.loads(response.read())
+        if response.status != 200:
+            raise RuntimeError(f"GET /agent/job/{job_id} answered {response.status}: {data}")
+        return data["data"]
+
+    def ended(self, job_id: str, *, timeout: float, interval: float = 0.005) -> dict:
+        """The job once it has ended (its terminal status and the server's timestamps)."""
+        return wait_until(
+            lambda: (job := self.job(job_id))["status"] in TERMINAL and job,
+            timeout=timeout,
+            what=f"job {job_id}",
+            interval=interval,
+        )
+
 
 def wait_until(condition, *, timeout: float, what: str, interval: float = 0.005):
     deadline = time.monotonic() + timeout
@@ -166,16 +186,19 @@ def ms(seconds: float) -> float:
     return round(seconds * 1000, 2)
 
 
+def seconds(start: str, end: str) -> float:
+    """Seconds between two of the timestamps GET /agent/job/{id} shows."""
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
 def measure(database: str, starts: int, rounds: int) -> Figures:
     import django
 
     django.setup()
     from django.core.management import call_command
-    from django.db.models import Max, Min
     from django_q.models import Task
     from django_q.tasks import async_task
 
-    from agents.models import TERMINAL, AgentProfile, Job, JobStatus
     from gateway import services
 
     call_command("migrate", verbosity=0)
@@ -187,13 +210,8 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
         agent_reads_per_minute=0,
         max_active_jobs=0,
     )
-    AgentProfile.objects.create(name="bench", model=MODEL, max_steps=1, tools=[])
     env = dict(os.environ)
-
-    def ended(job_ids: list[str]) -> bool:
-        return Job.objects.filter(pk__in=job_ids, status__in=TERMINAL).count() == len(job_ids)
-
-    with gunicorn(env) as server:
+    with gunicorn(env, None) as server:
         client = Client(server.url, key)
         client.start()  # warm-up: the first request of each worker imports and connects
         # 1. The endpoint alone: the cluster is not running yet, the jobs wait for it.
@@ -204,20 +222,20 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
             latencies.append(time.perf_counter() - began)
         latencies.sort()
         with qcluster(env):
-            # 2. The cluster drains what was started (and the warm-up job).
-            wait_until(lambda: ended(job_ids), timeout=300, what="the queued jobs", interval=0.1)
-            span = Job.objects.filter(pk__in=job_ids).aggregate(
-                first=Min("started_at"), last=Max("finished_at")
+            # 2. The cluster drains what was started (and the warm-up job); the jobs are
+            # read one at a time, so that the reads do not load the server meanwhile.
+            drained = [client.ended(job_id, timeout=300, interval=0.1) for job_id in job_ids]
+            drain = seconds(
+                min((job["started_at"] for job in drained), key=datetime.fromisoformat),
+                max((job["finished_at"] for job in drained), key=datetime.fromisoformat),
             )
-            drain = (span["last"] - span["first"]).total_seconds()
             # 3. One at a time on the warm cluster: a job, then a bare task.
-            job_times, run_times, task_times = [], [], []
+            job_times, run_times, task_times, finished = [], [], [], []
             for _ in range(rounds):
-                job_id = client.start()
-                wait_until(lambda: ended([job_id]), timeout=30, what=f"job {job_id}")  # noqa: B023
-                job = Job.objects.get(pk=job_id)
-                job_times.append((job.finished_at - job.created_at).total_seconds())
-                run_times.append((job.finished_at - job.started_at).total_seconds())
+                job = client.ended(client.start(), timeout=30)
+                job_times.append(seconds(job["created_at"], job["finished_at"]))
+                run_times.append(seconds(job["started_at"], job["finished_at"]))
+                finished.append(job)
                 task_id = async_task("bench.jobs.noop")
                 task = wait_until(
                     lambda: Task.objects.filter(id=task_id).first(),  # noqa: B023
@@ -225,7 +243,7 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
                     what=f"task {task_id}",
                 )
                 task_times.append((task.stopped - task.started).total_seconds())
-    errors = Job.objects.exclude(status=JobStatus.FINISHED).count()
+    errors = sum(job["status"] != "finished" for job in drained + finished)
     job_times.sort()
     task_times.sort()
     return Figures(
@@ -247,7 +265,16 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
 
 def bench_database(name: str, runtime_url: str, args: argparse.Namespace) -> Figures:
     with DATABASES[name]() as db_url, temp_dir("llmgw-bench-var-") as var_dir:
-        env = service_env(db_url, runtime_url=runtime_url, var_dir=var_dir, Q_WORKERS=WORKERS)
+        # Q_SAVE_LIMIT=0: django-q2 keeps the successful tasks, whose timestamps the no-op's
+        # figure reads (production keeps none).
+        env = service_env(
+            db_url,
+            runtime_url=runtime_url,
+            var_dir=var_dir,
+            Q_WORKERS=WORKERS,
+            AGENT_MODEL=MODEL,
+            Q_SAVE_LIMIT=0,
+        )
         result = subprocess.run(
             [
                 python(),
@@ -289,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asdict(figures)))
         return 0
     print(
-        f"jobs benchmark: gunicorn (config.wsgi, DEBUG=0), qcluster with {WORKERS} workers on "
+        f"jobs benchmark: the production server (DEBUG=0), qcluster with {WORKERS} workers on "
         f"the database broker, an instant loopback runtime; {os.cpu_count()} CPUs, load "
         f"average {os.getloadavg()[0]:.2f}; Python {platform.python_version()}; "
         f"{args.starts} jobs started then drained, {args.rounds} one-at-a-time jobs and "

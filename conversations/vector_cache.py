@@ -14,8 +14,7 @@ so that a turn reads from the database only what changed.
   ``before_seq``: int8 rows converted to float32 a block at a time (the whole matrix as
   float32 would be four times the int8 bytes), multiplied by the inverse norms. Blocks of
   ``BLOCK`` rows also keep OpenBLAS single-threaded: on a busy machine its threads for a
-  larger product cost more than they save (measured: 100,000 rows in 11-23 ms in blocks of
-  1,024, 60-600 ms in one product).
+  larger product cost more than they save (bench/RESULTS.md, "Vectors in blocks").
 * **Size.** The most recently used conversations, up to ``EMBEDDING_CACHE_MB`` per
   process (a 100,000-message conversation of 384-d vectors takes about 39 MB).
 """

@@ -9,9 +9,9 @@ wheel exists for the platform, from llama-cpp-python built from source (its
 local-model tests and the benches, so that the model file, the server's flags and the
 readiness check are written once.
 
-Why these flags (measured on a 2-core machine):
+Why these flags (measured on a 2-core machine: docs/local-model.md):
 
-* one thread (``EMBEDDED_RUNTIME_THREADS``): 29-40 generated tokens/s and stable; two
+* one thread (``EMBEDDED_RUNTIME_THREADS``): a steady rate of generated tokens; two
   threads collapse when the web server and the worker want the CPU too.
 * one request at a time, in arrival order: a new request never cuts off a running stream
   (llama-cpp-python: ``--interrupt_requests False``); ``/v1/models`` may wait behind a
