@@ -6,7 +6,9 @@ connections, a restarted Redis.
 A throwaway PostgreSQL database, two ``qcluster`` processes (2 workers each, the lease,
 heartbeat and reaper settings of production: nothing is shortened here) and a loopback
 runtime that holds a call 5 s when its prompt says ``[slow]`` and answers others at once.
-Every figure is read from the job rows (the server's own timestamps). Per round:
+Jobs are started as the API starts them (``agents.services.task_start``, the default
+profile) and every figure is read through the agents' public selector (the server's own
+timestamps; the lease says which cluster runs a job). Per round:
 
 * **SIGKILL**: a slow job runs; the cluster running it is SIGKILLed; seconds until the job
   runs again on the other cluster (target 20 s);
@@ -50,13 +52,13 @@ TARGET_START = 5.0
 
 
 def setup(env: dict[str, str]):
+    """The database migrated (its default profile on ``MODEL``) and an unlimited key."""
     os.environ.update(env)
     import django
 
     django.setup()
     from django.core.management import call_command
 
-    from agents.models import AgentProfile
     from gateway import services
 
     call_command("migrate", verbosity=0)
@@ -67,41 +69,36 @@ def setup(env: dict[str, str]):
         agent_reads_per_minute=0,
         max_active_jobs=0,
     )
-    profile = AgentProfile.objects.create(name="faults", model=MODEL, max_steps=1, tools=[])
-    return api_key, profile
+    return api_key
 
 
-def start_job(api_key, profile, task: str) -> str:
-    from django.db import transaction
-
+def start_job(api_key, task: str) -> str:
+    """A task job on the default profile (not arithmetic: one model call), as the API
+    starts it."""
     from agents import services
-    from agents.models import JobKind
 
-    with transaction.atomic():
-        job = services.job_create(
-            api_key=api_key,
-            kind=JobKind.TASK,
-            source="faults",
-            scope_type="job",
-            scope_id="1",
-            profile=profile,
-            task=task,
-        )
+    job = services.task_start(
+        api_key=api_key, source="faults", scope_type="job", scope_id="1", task=task,
+        profile_name=None,
+    )  # fmt: skip
     return job.pk
 
 
-def job(job_id: str):
+def job(api_key, job_id: str):
+    """The job as its owner reads it (its status, lease, attempts and timestamps)."""
     from django.db import close_old_connections
 
-    from agents.models import Job
+    from agents.selectors import job_get_for_owner
 
     close_old_connections()
-    return Job.objects.get(pk=job_id)
+    return job_get_for_owner(job_id=job_id, owner_id=api_key.owner_id)
 
 
-def seconds_to_start(job_id: str) -> float:
-    done = wait_until(lambda: job(job_id).started_at, timeout=120, what=job_id, interval=0.05)
-    return (done - job(job_id).created_at).total_seconds()
+def seconds_to_start(api_key, job_id: str) -> float:
+    done = wait_until(
+        lambda: job(api_key, job_id).started_at, timeout=120, what=job_id, interval=0.05
+    )
+    return (done - job(api_key, job_id).created_at).total_seconds()
 
 
 def terminate_connections() -> int:
@@ -156,32 +153,34 @@ class Clusters:
                 process.wait()
 
 
-def sigkill_round(clusters: Clusters, api_key, profile) -> float:
-    job_id = start_job(api_key, profile, f"{SLOW} the job whose worker dies")
-    running = wait_until(lambda: job(job_id).lease_owner, timeout=60, what="the claim")
+def sigkill_round(clusters: Clusters, api_key) -> float:
+    job_id = start_job(api_key, f"{SLOW} the job whose worker dies")
+    running = wait_until(lambda: job(api_key, job_id).lease_owner, timeout=60, what="the claim")
     time.sleep(1)  # into the model call
     killed_at = time.time()
     clusters.kill_holder(running)
     clusters.start()  # the other cluster takes over; this one is back for the next round
-    wait_until(lambda: job(job_id).attempts >= 2, timeout=120, what="the second attempt")
+    wait_until(lambda: job(api_key, job_id).attempts >= 2, timeout=120, what="the second attempt")
     return time.time() - killed_at
 
 
-def drop_round(api_key, profile, *, busy: bool) -> float:
+def drop_round(api_key, *, busy: bool) -> float:
     holders = []
     if busy:
-        holders = [start_job(api_key, profile, f"{SLOW} holding a worker") for _ in range(2)]
-        wait_until(lambda: all(job(j).started_at for j in holders), timeout=60, what="busy")
+        holders = [start_job(api_key, f"{SLOW} holding a worker") for _ in range(2)]
+        wait_until(
+            lambda: all(job(api_key, j).started_at for j in holders), timeout=60, what="busy"
+        )
     else:
         time.sleep(2)  # the clusters idle
     terminate_connections()
-    return seconds_to_start(start_job(api_key, profile, "after the drop"))
+    return seconds_to_start(api_key, start_job(api_key, "after the drop"))
 
 
-def redis_round(redis, api_key, profile) -> float:
+def redis_round(redis, api_key) -> float:
     redis.kill()
     redis.start()
-    return seconds_to_start(start_job(api_key, profile, "after the restart"))
+    return seconds_to_start(api_key, start_job(api_key, "after the restart"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,19 +199,22 @@ def main(argv: list[str] | None = None) -> int:
         redis_server() as redis,
     ):
         extra = {"REDIS_URL": redis.url} if args.broker == "redis" else {}
-        env = service_env(db_url, runtime_url=runtime.url, var_dir=var_dir, Q_WORKERS=2, **extra)
-        api_key, profile = setup(env)
+        env = service_env(
+            db_url, runtime_url=runtime.url, var_dir=var_dir, Q_WORKERS=2, AGENT_MODEL=MODEL,
+            **extra,
+        )  # fmt: skip
+        api_key = setup(env)
         clusters = Clusters(env, var_dir)
         try:
             clusters.start()
             clusters.start()
             rows = []
             for _ in range(args.rounds):
-                row = [sigkill_round(clusters, api_key, profile)]
-                row += [drop_round(api_key, profile, busy=False)]
-                row += [drop_round(api_key, profile, busy=True)]
+                row = [sigkill_round(clusters, api_key)]
+                row += [drop_round(api_key, busy=False)]
+                row += [drop_round(api_key, busy=True)]
                 if args.broker == "redis":
-                    row.append(redis_round(redis, api_key, profile))
+                    row.append(redis_round(redis, api_key))
                 rows.append([len(rows) + 1, *(round(value, 2) for value in row)])
             failures = clusters.pusher_failures()
         finally:
