@@ -3,11 +3,11 @@
 A job spends most of its time waiting on the model (a chat: one call of about a second,
 against some tens of milliseconds of its own work). A django-q2 worker process runs one
 task at a time, so with one job per process a machine holds ``Q_WORKERS`` jobs in flight,
-and each of them is a process of its own (about 300 MiB, most of it the embedding model).
-Here the task of a job (``agents.tasks.run_job``) waits for a free job thread of its
-process, claims the job, hands it to that thread and returns: the process takes its next
-task while the job waits on the model, and one process holds up to ``JOB_THREADS`` jobs,
-sharing its memory, its embedding model and its heartbeat.
+and each of them is a process of its own (its memory mostly the embedding model: worker
+RSS in bench/RESULTS.md). Here the task of a job (``agents.tasks.run_job``) waits for a
+free job thread of its process, claims the job, hands it to that thread and returns: the
+process takes its next task while the job waits on the model, and one process holds up to
+``JOB_THREADS`` jobs, sharing its memory, its embedding model and its heartbeat.
 
 Nothing else changes: the claim is the same conditional update, each job's lease is renewed
 by the process's heartbeat thread (``agents.worker``), every write is guarded by the job's
