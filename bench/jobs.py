@@ -146,8 +146,10 @@ class Client:
         self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
         self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
 
-    def start(self) -> str:
-        self.conn.request("POST", "/agent/job/start", json.dumps(BODY), self.headers)
+    def start(self, webhook: str | None = None) -> str:
+        """A task job started (``webhook``: the URL that receives its events)."""
+        body = {**BODY, "webhook": webhook} if webhook else BODY
+        self.conn.request("POST", "/agent/job/start", json.dumps(body), self.headers)
         response = self.conn.getresponse()
         data = json.loads(response.read())
         if response.status != 200 or data["data"]["status"] != "queued":
@@ -182,13 +184,13 @@ def wait_until(condition, *, timeout: float, what: str, interval: float = 0.005)
     return value
 
 
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 2)
-
-
-def seconds(start: str, end: str) -> float:
+def seconds_between(start: str, end: str) -> float:
     """Seconds between two of the timestamps GET /agent/job/{id} shows."""
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
 
 
 def measure(database: str, starts: int, rounds: int) -> Figures:
@@ -225,7 +227,7 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
             # 2. The cluster drains what was started (and the warm-up job); the jobs are
             # read one at a time, so that the reads do not load the server meanwhile.
             drained = [client.ended(job_id, timeout=300, interval=0.1) for job_id in job_ids]
-            drain = seconds(
+            drain = seconds_between(
                 min((job["started_at"] for job in drained), key=datetime.fromisoformat),
                 max((job["finished_at"] for job in drained), key=datetime.fromisoformat),
             )
@@ -233,8 +235,8 @@ def measure(database: str, starts: int, rounds: int) -> Figures:
             job_times, run_times, task_times, finished = [], [], [], []
             for _ in range(rounds):
                 job = client.ended(client.start(), timeout=30)
-                job_times.append(seconds(job["created_at"], job["finished_at"]))
-                run_times.append(seconds(job["started_at"], job["finished_at"]))
+                job_times.append(seconds_between(job["created_at"], job["finished_at"]))
+                run_times.append(seconds_between(job["started_at"], job["finished_at"]))
                 finished.append(job)
                 task_id = async_task("bench.jobs.noop")
                 task = wait_until(

@@ -7,26 +7,26 @@ model runtime (it answers at once): the commit REV (checked out in a temporary g
 worktree), this tree, and this tree with a ``webhook`` on every job (its default events:
 the terminal ones), to a receiver in this process. For each, ``--jobs`` jobs are
 started through the API with the cluster stopped, then a qcluster (2 workers, 4 job threads
-each) drains them: jobs/s from the first claim to the last finish (the Job rows' own
-timestamps). With webhooks, the receiver notes when each ``job.finished`` arrives: the
-delivery latency is that moment minus the job's ``finished_at``, p50 and p99, and the run
-waits until every event arrived (de-duplicated on ``webhook-id``). "backlog" is the drain's
-jobs (their deliveries' tasks queue behind the wake-ups of the jobs still waiting), "paced"
-is ``--paced`` jobs started 5/s on the idle cluster afterwards. The rounds go back and
-forth between the three, so that the shared machine's slow spells fall on all of them.
+each) drains them: jobs/s from the first claim to the last finish (the jobs' own
+timestamps, as GET /agent/job/{id} shows them). With webhooks, the receiver notes when each
+``job.finished`` arrives: the delivery latency is that moment minus the job's
+``finished_at``, p50 and p99, and the run waits until every event arrived (de-duplicated on
+``webhook-id``). "backlog" is the drain's jobs (their deliveries' tasks queue behind the
+wake-ups of the jobs still waiting), "paced" is ``--paced`` jobs started 5/s on the idle
+cluster afterwards. The rounds go back and forth between the three, so that the shared
+machine's slow spells fall on all of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import statistics
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -39,40 +39,20 @@ from bench.common import (
     manage,
     percentile,
     postgres_database,
+    qcluster,
     runtime_process,
     service_env,
     table,
     temp_dir,
 )
-from bench.jobs import qcluster
+from bench.jobs import Client, seconds_between
 from tests.webhook_receiver import WebhookReceiver
 
-BODY = {"source": "bench", "scope_type": "run", "scope_id": 1, "task": "Say hi."}
 
-
-def start_jobs(base_url: str, key: str, count: int, webhook: str | None) -> list[str]:
-    parts = urlsplit(base_url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
-    body = json.dumps({**BODY, **({"webhook": webhook} if webhook else {})})
-    ids = []
-    for _ in range(count):
-        conn.request("POST", "/agent/job/start", body, headers)
-        response = conn.getresponse()
-        data = json.loads(response.read())
-        if response.status != 200:
-            raise RuntimeError(f"start answered {response.status}: {data}")
-        ids.append(data["data"]["job_id"])
-    conn.close()
-    return ids
-
-
-def job_times(db_url: str) -> dict[str, tuple]:
-    import psycopg
-
-    with psycopg.connect(db_url) as conn:
-        rows = conn.execute("SELECT id, status, started_at, finished_at FROM agents_job").fetchall()
-    return {row[0]: row[1:] for row in rows}
+def ended_jobs(client: Client, ids: list[str]) -> dict[str, dict]:
+    """Each job once it has ended, as GET /agent/job/{id} shows it: read one at a time, so
+    that the reads hardly load the service while it drains."""
+    return {job_id: client.ended(job_id, timeout=600, interval=0.2) for job_id in ids}
 
 
 def wait_until(condition, *, timeout: float, what: str) -> None:
@@ -83,12 +63,14 @@ def wait_until(condition, *, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def latencies(receiver: WebhookReceiver, ids: list[str], times: dict[str, tuple]) -> list[float]:
+def latencies(receiver: WebhookReceiver, ids: list[str], jobs: dict[str, dict]) -> list[float]:
     """Seconds from each job's ``finished_at`` to the first arrival of its event."""
     first: dict[str, float] = {}
     for got in receiver.received:
         first.setdefault(json.loads(got.body)["data"]["job_id"], got.at)
-    return sorted(first[i] - times[i][2].timestamp() for i in ids)
+    return sorted(
+        first[i] - datetime.fromisoformat(jobs[i]["finished_at"]).timestamp() for i in ids
+    )
 
 
 def all_arrived(receiver: WebhookReceiver, count: int) -> bool:
@@ -118,33 +100,34 @@ def run(
         if receiver is not None:
             receiver.received.clear()
         webhook = receiver.url if receiver is not None else None
-        ids = start_jobs(server.url, key, jobs, webhook)
+        client = Client(server.url, key)
+        ids = [client.start(webhook) for _ in range(jobs)]
         with qcluster(env):
-            wait_until(
-                lambda: sum(t[0] == "finished" for t in job_times(db_url).values()) >= jobs,
-                timeout=600,
-                what="the jobs to finish",
-            )
+            ended = ended_jobs(client, ids)
             paced_ids: list[str] = []
             if receiver is not None:
                 wait_until(lambda: all_arrived(receiver, jobs), timeout=600, what="every event")
                 for _ in range(paced):
-                    paced_ids += start_jobs(server.url, key, 1, webhook)
+                    paced_ids.append(client.start(webhook))
                     time.sleep(0.2)
+                ended.update(ended_jobs(client, paced_ids))
                 wait_until(
                     lambda: all_arrived(receiver, jobs + paced),
                     timeout=600,
                     what="every paced event",
                 )
-        times = job_times(db_url)
-    mine = [times[i] for i in ids]
-    span = (max(t[2] for t in mine) - min(t[1] for t in mine)).total_seconds()
-    figures = {"jobs/s": round(len(ids) / span, 1), "failed": sum(t[0] != "finished" for t in mine)}
+    mine = [ended[i] for i in ids]
+    span = seconds_between(
+        min((job["started_at"] for job in mine), key=datetime.fromisoformat),
+        max((job["finished_at"] for job in mine), key=datetime.fromisoformat),
+    )
+    failed = sum(job["status"] != "finished" for job in mine)
+    figures = {"jobs/s": round(len(ids) / span, 1), "failed": failed}
     if receiver is not None:
-        backlog = latencies(receiver, ids, times)
+        backlog = latencies(receiver, ids, ended)
         figures["backlog p50 ms"] = round(percentile(backlog, 50) * 1000, 1)
         figures["backlog p99 ms"] = round(percentile(backlog, 99) * 1000, 1)
-        steady = latencies(receiver, paced_ids, times)
+        steady = latencies(receiver, paced_ids, ended)
         figures["paced p50 ms"] = round(percentile(steady, 50) * 1000, 1)
         figures["paced p99 ms"] = round(percentile(steady, 99) * 1000, 1)
         figures["events"] = len(backlog) + len(steady)
