@@ -241,14 +241,26 @@ def start_hostile_tasks(base_url: str, key: str, count: int) -> None:
         client.call("hostile", "POST", "/agent/job/start", {**task, "task": HOSTILE_TASK})
 
 
-def not_terminal(db_url: str) -> int:
-    import psycopg
-
-    with psycopg.connect(db_url) as conn:
-        return conn.execute(
-            "SELECT count(*) FROM agents_job WHERE status NOT IN ('finished', 'failed', "
-            "'cancelled')"
-        ).fetchone()[0]
+def not_terminal(base_url: str) -> int:
+    """Jobs queued, running or cancelling now: the ``llmgw_jobs`` gauge of ``GET /metrics``
+    (read from the database at each scrape; loopback may read it)."""
+    host, port = base_url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("GET", "/metrics")
+        response = conn.getresponse()
+        text = response.read().decode()
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise RuntimeError(f"GET /metrics answered {response.status}: {text[:300]}")
+    return round(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("llmgw_jobs{")
+        )
+    )
 
 
 def rows_of(phase: str, tally: Tally, elapsed: float) -> list[list[object]]:
@@ -349,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                 dropped += drop
                 waits.append(sorted(tally.waits) or [0.0])
                 time.sleep(args.settle)
-            waiting = not_terminal(db_url)
+            waiting = not_terminal(server.url)
             errors += server_errors(server)
     print(table(["phase", "requests", "p50", "p99", "req/s", "5xx", "other failures"], rows))
     print(f"chats finished during the load: {tally.chats_finished}")
