@@ -39,46 +39,38 @@ from bench.jobs import wait_until
 
 
 def setup(env: dict[str, str], runtimes: list[str]):
-    """Django in this process, on the run's database: migrated, a key, a profile, routes."""
+    """Django in this process, on the run's database: migrated (its default profile on
+    ``MODEL``), a key, and the routes. Endpoints and routes are admin data that no service
+    writes: they are saved as the admin saves them."""
     os.environ.update(env)
     import django
 
     django.setup()
     from django.core.management import call_command
 
-    from agents.models import AgentProfile
     from gateway import services
     from gateway.models import ModelRoute, RuntimeEndpoint
 
     call_command("migrate", verbosity=0)
     api_key, _ = services.api_key_create(name="scaleout", rate_limit_per_minute=0)
-    profile = AgentProfile.objects.create(name="scaleout", model=MODEL, max_steps=1, tools=[])
     for index, url in enumerate(runtimes):
         endpoint = RuntimeEndpoint.objects.create(name=f"runtime-{index}", base_url=url)
         ModelRoute.objects.create(model=MODEL, endpoint=endpoint)
-    return api_key, profile
+    return api_key
 
 
-def queue_jobs(api_key, profile, count: int) -> list[str]:
-    from django.db import transaction
-
+def queue_jobs(api_key, count: int) -> list[str]:
+    """Task jobs on the default profile (not arithmetic: one model call), started as the
+    API starts them."""
     from agents import services
-    from agents.models import JobKind
 
-    ids = []
-    for index in range(count):
-        with transaction.atomic():
-            job = services.job_create(
-                api_key=api_key,
-                kind=JobKind.TASK,
-                source="scaleout",
-                scope_type="job",
-                scope_id=str(index),
-                profile=profile,
-                task="Say done.",
-            )
-        ids.append(job.pk)
-    return ids
+    return [
+        services.task_start(
+            api_key=api_key, source="scaleout", scope_type="job", scope_id=str(index),
+            task="Say done.", profile_name=None,
+        ).pk
+        for index in range(count)
+    ]  # fmt: skip
 
 
 def clusters_reporting(count: int) -> bool:
@@ -87,43 +79,46 @@ def clusters_reporting(count: int) -> bool:
     return len(Stat.get_all()) >= count
 
 
-def round_figures(job_ids: list[str]) -> dict[str, object]:
-    from django.db.models import Count, Max, Min
+def round_figures(api_key, job_ids: list[str]) -> dict[str, object]:
+    """The round's jobs as their owner reads them; their model calls from the usage records
+    (no selector counts them per job and endpoint)."""
+    from django.db.models import Count
 
-    from agents.models import Job
+    from agents.selectors import job_get_for_owner
     from gateway.models import UsageRecord
 
-    jobs = Job.objects.filter(pk__in=job_ids)
-    span = jobs.aggregate(first=Min("created_at"), last=Max("finished_at"))
+    jobs = [job_get_for_owner(job_id=job_id, owner_id=api_key.owner_id) for job_id in job_ids]
     usage = UsageRecord.objects.filter(job_id__in=job_ids)
     calls_per_job = usage.values("job_id").annotate(n=Count("id"))
     by_endpoint = dict(usage.values_list("endpoint").annotate(n=Count("id")))
+    first = min(job.created_at for job in jobs)
+    last = max(job.finished_at for job in jobs if job.finished_at)
     return {
-        "seconds": (span["last"] - span["first"]).total_seconds(),
-        "finished": jobs.filter(status="finished").count(),
-        "claimed once": jobs.filter(attempts=1).count(),
+        "seconds": (last - first).total_seconds(),
+        "finished": sum(job.status == "finished" for job in jobs),
+        "claimed once": sum(job.attempts == 1 for job in jobs),
         "one model call": calls_per_job.filter(n=1).count(),
         "endpoints": by_endpoint,
     }
 
 
-def run_round(clusters: int, env, api_key, profile, args, logs: Path) -> dict[str, object]:
+def run_round(clusters: int, env, api_key, args) -> dict[str, object]:
     with contextlib.ExitStack() as stack:
         for _ in range(clusters):
             stack.enter_context(qcluster(env))
         wait_until(
             lambda: clusters_reporting(clusters), timeout=60, what="the clusters", interval=0.2
         )
-        job_ids = queue_jobs(api_key, profile, args.jobs)
-        from agents.models import TERMINAL, Job
-
-        def ended() -> bool:
-            return Job.objects.filter(pk__in=job_ids, status__in=TERMINAL).count() == len(job_ids)
+        job_ids = queue_jobs(api_key, args.jobs)
+        from agents.selectors import job_counts_now
 
         wait_until(
-            ended, timeout=args.jobs * args.call_seconds + 120, what="the jobs", interval=0.5
+            lambda: not any(job_counts_now().values()),
+            timeout=args.jobs * args.call_seconds + 120,
+            what="the jobs",
+            interval=0.5,
         )
-    return round_figures(job_ids)
+    return round_figures(api_key, job_ids)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -159,11 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             REDIS_URL=redis.url,
             Q_WORKERS=args.workers,
             Q_CLUSTER_NAME="scaleout",
+            AGENT_MODEL=MODEL,
         )
-        api_key, profile = setup(env, [first.url, second.url])
+        api_key = setup(env, [first.url, second.url])
         rows, ok = [], True
         for clusters in range(1, args.max_clusters + 1):
-            fig = run_round(clusters, env, api_key, profile, args, var_dir)
+            fig = run_round(clusters, env, api_key, args)
             rate = args.jobs / fig["seconds"]
             exact = fig["finished"] == fig["claimed once"] == fig["one model call"] == args.jobs
             ok &= exact and (not rows or rate > rows[-1][1])
