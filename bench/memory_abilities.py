@@ -21,7 +21,7 @@ held-out half counts: nothing is tuned on it):
 
 "catch-up": a 10,000-message import asked at once, before the embedder's catch-up gave
 any of it a vector, and after it: facts asked with shared words and paraphrased, in
-hybrid mode (tuning: ``bench/memory_facts.py``'s first twenty; held-out:
+hybrid mode (tuning: ``memory_cases.CATCH_UP_TUNING``; held-out:
 ``memory_cases.CATCH_UP_HELD_OUT``).
 
 ``MEMORY_BENCH_DEPTHS`` (default 200,2000,10000), ``MEMORY_BENCH_HALVES`` (default
@@ -86,7 +86,6 @@ class Worker:
         django.setup()
         from agents.models import AgentProfile
         from bench.memory import pool
-        from bench.memory_facts import FACTS
         from gateway.services import api_key_create
 
         self.cases = _cases()
@@ -96,7 +95,10 @@ class Worker:
         self.profile = AgentProfile.objects.get(name="default")
         self.pool = pool(self.rng)
         planted = [c for case in self.cases.TUNING + self.cases.HELD_OUT for _, c in case.planted]
-        self.facts = {"tuning": FACTS[:20], "held_out": self.cases.CATCH_UP_HELD_OUT}
+        self.facts = {
+            "tuning": self.cases.CATCH_UP_TUNING,
+            "held_out": self.cases.CATCH_UP_HELD_OUT,
+        }
         facts = [f for half in self.facts.values() for f, _, _ in half]
         self.vectors = self._embed_all(self.pool + planted + facts, cache)
 
