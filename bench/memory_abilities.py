@@ -242,6 +242,8 @@ class Worker:
         return out
 
     def catch_up(self) -> dict:
+        from conversations.render import transcript
+
         out = {}
         for half, facts in self.facts.items():
             if half not in HALVES:
@@ -254,7 +256,8 @@ class Worker:
                 )
                 for kind, index in (("shared", 1), ("paraphrase", 2)):
                     hits = sum(
-                        entry[0] in self.ask(conversation, entry[index], answer=False)[0].prompt
+                        entry[0]
+                        in transcript(self.ask(conversation, entry[index], answer=False)[0])
                         for entry in facts
                     )
                     out[f"{half}/{state}/{kind}"] = hits / len(facts)
