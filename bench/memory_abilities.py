@@ -26,10 +26,10 @@ hybrid mode (tuning: ``memory_cases.CATCH_UP_TUNING``; held-out:
 
 ``MEMORY_BENCH_DEPTHS`` (default 200,2000,10000), ``MEMORY_BENCH_HALVES`` (default
 tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up) and
-``MEMORY_BENCH_MODEL_DEPTH`` (default 2000) narrow a run.
+``MEMORY_BENCH_MODEL_DEPTH`` (default 200,2000) narrow a run.
 
 With ``--model`` (the ``local`` extra), the embedded model answers each held-out
-question at 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``) from that prompt, and a reply
+question at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``) from that prompt, and a reply
 is right when it contains one of the case's answers (abstention: says it does not know).
 With ``--base REV`` an earlier commit builds the same prompts (its own code, this file's
 cases) in the same run.
@@ -62,7 +62,9 @@ PARTS = tuple(os.environ.get("MEMORY_BENCH_PARTS", "abilities,catch_up").split("
 PER_CONVERSATION = 5
 SPAN = timedelta(days=90)
 RECENT_MARGIN = 120  # planted messages stay this far before the question
-MODEL_DEPTH = int(os.environ.get("MEMORY_BENCH_MODEL_DEPTH", "2000"))
+MODEL_DEPTHS = tuple(
+    int(d) for d in os.environ.get("MEMORY_BENCH_MODEL_DEPTH", "200,2000").split(",")
+)
 CATCH_UP_DEPTH = 10_000
 
 
@@ -231,7 +233,7 @@ class Worker:
                     planted, _ = self.place(list(group), depth)
                     conversation = self.fill(f"{half}-{depth}-{number}", depth, planted)
                     for case in group:
-                        answer = self.model and half == "held_out" and depth == MODEL_DEPTH
+                        answer = self.model and half == "held_out" and depth in MODEL_DEPTHS
                         context, reply = self.ask(conversation, case.question, answer=answer)
                         result = self.judge(case, context)
                         if answer:
@@ -329,17 +331,27 @@ def report(results: dict[str, dict]) -> None:
         )
     answered = {n: r["abilities"] for n, r in results.items()}
     if any("right" in row for r in answered.values() for rows in r.values() for row in rows):
-        print(f"\n== embedded model's answers, held-out, {MODEL_DEPTH:,} messages ==")
-        at = f"{MODEL_DEPTH}/held_out/"
-        rows = [[a, *(_share(r.get(at + a, []), "right") for r in answered.values())]
-                for a in cases.ABILITIES]  # fmt: skip
-        print(table(["ability", *results], rows))
-        for name, r in answered.items():
-            print(f"\n-- {name}: replies --")
-            for ability in cases.ABILITIES:
-                for row in r.get(f"{MODEL_DEPTH}/held_out/{ability}", []):
-                    mark = "ok " if row.get("right") else "NO "
-                    print(f"{mark}{ability}: {row['question']} -> {row.get('reply', '')[:160]!r}")
+        for depth in MODEL_DEPTHS:
+            _report_answers(answered, depth)
+
+
+def _report_answers(answered: dict[str, dict], depth: int) -> None:
+    from bench.common import table
+
+    cases = _cases()
+    at = f"{depth}/held_out/"
+    if not any(at + a in r for r in answered.values() for a in cases.ABILITIES):
+        return
+    print(f"\n== embedded model's answers, held-out, {depth:,} messages ==")
+    rows = [[a, *(_share(r.get(at + a, []), "right") for r in answered.values())]
+            for a in cases.ABILITIES]  # fmt: skip
+    print(table(["ability", *answered], rows))
+    for name, r in answered.items():
+        print(f"\n-- {name}: replies at {depth:,} --")
+        for ability in cases.ABILITIES:
+            for row in r.get(at + ability, []):
+                mark = "ok " if row.get("right") else "NO "
+                print(f"{mark}{ability}: {row['question']} -> {row.get('reply', '')[:160]!r}")
 
 
 def main(argv: list[str] | None = None) -> int:

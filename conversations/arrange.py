@@ -26,9 +26,11 @@ from conversations.clipping import clip
 from conversations.history import Item, ago
 from conversations.models import Role
 
-SAME_TOPIC_MARGIN = 0.2
+SAME_TOPIC_MARGIN = 0.1
+SAME_MEANING = 0.5
+WIDE_MARGIN = 0.3
 LATEST = "most recent"
-PARTNER_TOKENS = 32
+PARTNER_TOKENS = 24
 CLIP_MARK_ROOM = 16  # the mark that says a message is cut
 PARTNER_OFFSET = {Role.USER: 1, Role.ASSISTANT: -1}
 
@@ -37,7 +39,9 @@ def _short(item: Item, focus: Sequence[str]) -> Item:
     if item.tokens <= PARTNER_TOKENS:
         return item
     limit = PARTNER_TOKENS + CLIP_MARK_ROOM + item.label_cost(numbered=True)
-    return clip(item, limit, numbered=True, focus=focus, tool=False) or item
+    return (
+        clip(item, limit, numbered=True, focus=focus, tool=False, least=PARTNER_TOKENS // 2) or item
+    )
 
 
 def _partners(conversation_id: str, hits: list[Item], known: set[int]) -> dict[int, Item]:
@@ -57,25 +61,43 @@ def _partners(conversation_id: str, hits: list[Item], known: set[int]) -> dict[i
     }
 
 
+def _same_subject(best: Item, hit: Item, closeness: float | None) -> bool:
+    """Whether ``hit`` is about what the best hit is about: a name of the best hit reached
+    it (``conversations.linked``) and it is close to it in meaning; or it is close in
+    meaning (``linked.NEIGHBOUR``) and about as similar to the question (within
+    ``SAME_TOPIC_MARGIN``); or very close (``SAME_MEANING``) and still relevant (within
+    ``WIDE_MARGIN``). ``closeness``: the two messages' similarity, None when one has no
+    vector (then the question's similarities alone decide)."""
+    near = closeness is None or closeness >= linked.NEIGHBOUR
+    if hit.via and hit.via in best.content:
+        return near
+    if hit.similarity is None or best.similarity is None:
+        return False
+    gap = best.similarity - hit.similarity
+    very_near = closeness is not None and closeness >= SAME_MEANING
+    return (near and gap <= SAME_TOPIC_MARGIN) or (very_near and gap <= WIDE_MARGIN)
+
+
 def _latest(conversation_id: str, groups: list[list[Item]]) -> int | None:
-    """The index of the group whose hit is the newest of several about the same thing:
-    the best hit and the hits whose similarity to the question is within
-    ``SAME_TOPIC_MARGIN`` of the best's and, when they have vectors, that are close to
-    the best in meaning (``linked.NEIGHBOUR``)."""
-    scored = [(i, g[0]) for i, g in enumerate(groups) if g and g[0].similarity is not None]
-    if len(scored) < 2:
+    """The index of the group whose hit is the newest of several about what the best hit
+    (the most similar to the question) is about (:func:`_same_subject`), the best's own
+    when it is the newest; None when no other hit is about it."""
+    heads = [(i, g[0]) for i, g in enumerate(groups) if g]
+    scored = [(i, hit) for i, hit in heads if hit.similarity is not None]
+    if not scored:
         return None
-    best = max(scored, key=lambda pair: pair[1].similarity)[1]
-    floor = best.similarity - SAME_TOPIC_MARGIN
-    close = [(hit.seq, i, hit) for i, hit in scored if hit.similarity >= floor]
-    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[h.seq for *_, h in close])
-    if best.seq in unit:
-        close = [
-            (seq, i, hit)
-            for seq, i, hit in close
-            if seq in unit and float(unit[seq] @ unit[best.seq]) >= linked.NEIGHBOUR
-        ]
-    return max(close)[1] if len(close) > 1 else None
+    at, best = max(scored, key=lambda pair: pair[1].similarity)
+    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[h.seq for _, h in heads])
+
+    def closeness(hit: Item) -> float | None:
+        if hit.seq in unit and best.seq in unit:
+            return float(unit[hit.seq] @ unit[best.seq])
+        return None
+
+    same = [
+        (hit.seq, i) for i, hit in heads if i != at and _same_subject(best, hit, closeness(hit))
+    ]
+    return max([*same, (best.seq, at)])[1] if same else None
 
 
 def arrange(

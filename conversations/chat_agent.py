@@ -7,9 +7,9 @@
    structured parts (a ``context`` step, ``conversations.chat_turn``). When the history
    does not fit, the agent itself loads the older messages that matter for the new message
    before it calls the model: ``search_history`` with the message (its words and its
-   meaning; hits below the relevance floor are left out, and the step says why), each hit
-   with the other half of its exchange, then a second, bounded ``search_history`` round
-   for the names the best hits mention (``tool_call`` steps); ``conversations.arrange``
+   meaning; hits below the relevance floor are left out, and the step says why; the
+   search follows, bounded, the names of its hits whose messages fit the question), each
+   hit with the other half of its exchange (a ``tool_call`` step); ``conversations.arrange``
    dates, ranks and marks them, and the context is built again with them.
 3. **Render and call.** ``conversations.render`` writes the context once in the profile's
    prompt style (a transcript for a base model, which lists no tools, or chat messages

@@ -6,14 +6,13 @@ that yield them and are sent the answers; they never record anything themselves.
 """
 
 import json
-import time
 from collections.abc import Generator
 from typing import Any
 
 from agents.actions import Action, StepOutput, ToolCall, Work
 from agents.context import AgentFailure
 from agents.models import AgentProfile, Job, StepKind
-from conversations import arrange, entities
+from conversations import arrange
 from conversations.context import Context, ContextOverflow, History, Item, Turn, build_context
 from conversations.frame import HISTORY_TOOLS
 from conversations.history import TOOL_RESULT
@@ -22,12 +21,6 @@ from conversations.search import keywords
 
 OWN_SEARCH_LIMIT = 10
 SEARCH_QUERY_CHARS = 500  # the tool's limit on a query
-# The second round: names found in the best hits, searched for by their words, when the
-# first round left time (its budget is the first round's).
-ENTITY_HITS = 2
-MAX_NAMES = 2
-SECOND_ROUND_LIMIT = 2
-SECOND_ROUND_AFTER = 1.0
 TOOL_RESULT_CHARS = 600
 
 Steps = Generator[Action, Any, Any]
@@ -101,41 +94,20 @@ class ChatTurn:
 
     def retrieve(self, search_before: int | None) -> Steps:
         """The agent's own retrieval, before any model call: the new message is the query,
-        for its words and its meaning; each hit brings the other half of its exchange; the
-        names in the best hits lead to a second round."""
+        for its words and its meaning; the search itself follows the names of its hits
+        when their messages fit the question (``conversations.linked``); each hit brings
+        the other half of its exchange."""
         query = self.message.content.strip()[:SEARCH_QUERY_CHARS]
         if not query or "search_history" not in self.enabled:
             return
-        started = time.monotonic()
         found = yield from self._messages(
             {"query": query, "limit": OWN_SEARCH_LIMIT, "before_seq": search_before}
         )
         if not found:
             return
         groups = [[hit] for hit in found]
-        paired = len(groups)  # the second round's hits come alone
-        names = entities.names([hit.content for hit in found[:ENTITY_HITS]], exclude=query)
-        if names and time.monotonic() - started < SECOND_ROUND_AFTER:
-            groups += yield from self._second_round(names[:MAX_NAMES], search_before, found)
-        arranged = arrange.arrange(
-            self.job.conversation_id, groups, self.now, self.focus, paired=paired
-        )
+        arranged = arrange.arrange(self.job.conversation_id, groups, self.now, self.focus)
         self._add_retrieved(arranged)
-
-    def _second_round(
-        self, names: list[str], search_before: int | None, found: list[Item]
-    ) -> Steps:
-        """Messages that name what the first round's best hits name (bounded)."""
-        seen = {item.seq for item in found}
-        groups = []
-        for name in names:
-            hits = yield from self._messages(
-                {"query": name, "limit": SECOND_ROUND_LIMIT, "before_seq": search_before,
-                 "mode": "text"},
-            )  # fmt: skip
-            groups += [[hit] for hit in hits if hit.seq not in seen]
-            seen.update(hit.seq for hit in hits)
-        return groups
 
     def _messages(self, arguments: dict[str, Any]) -> Steps:
         arguments = {name: value for name, value in arguments.items() if value is not None}

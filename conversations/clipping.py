@@ -51,16 +51,22 @@ def _fit(words: list[str], limit: int) -> int:
 
 
 def clip(
-    item: Item, limit: int, *, numbered: bool, focus: Sequence[str] = (), tool: bool = True
+    item: Item,
+    limit: int,
+    *,
+    numbered: bool,
+    focus: Sequence[str] = (),
+    tool: bool = True,
+    least: int = MIN_CLIP_TOKENS,
 ) -> Item | None:
     """A copy of ``item`` whose ``cost(numbered=...)`` is at most ``limit``, cut with a
     visible mark (naming ``read_history`` when ``tool``: the prompt offers it); None when
-    less than ``MIN_CLIP_TOKENS`` of it would remain."""
+    less than ``least`` tokens of it would remain."""
     mark_cost = (
         estimate(clip_mark(10 * item.tokens + 10, item.seq, tool=tool)) + 2
     )  # '… ' and a space
     room = limit - item.label_cost(numbered=numbered) - mark_cost
-    if room < MIN_CLIP_TOKENS:
+    if room < least:
         return None
     words = item.content.split()
     start = _start(words, focus)

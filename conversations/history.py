@@ -48,6 +48,10 @@ class Item:
     # A retrieved message's group rank (0: the best hit and the messages read with it;
     # -1: a newer hit about the same thing, placed after the best).
     rank: int = 0
+    # Why a retrieved message came along (``conversations.linked``): the name that
+    # reached it, or the seq of the hit it may update.
+    via: str = ""
+    updates: int | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Item":
@@ -59,6 +63,8 @@ class Item:
             tokens=tokens,
             created_at=_when(row.get("created_at")),
             similarity=row.get("similarity"),
+            via=row.get("via") or "",
+            updates=row.get("updates"),
         )
 
     def tag(self) -> str:

@@ -3,28 +3,40 @@
 The relevance floor (``conversations.retrieval``) judges each message alone against the
 question. Some are relevant only through another message:
 
-* **Names.** "When is my cousin's wedding?" is hardly like "My cousin is Rafael." nor like
-  "Rafael is getting married in June." on its own, but both rank among the candidates, and
-  they name the same rare name. A capitalised word that at least two of the best
-  candidates have, and at most ``RARE`` messages of the conversation, is what the question
-  is about: the messages naming it are kept. The best hits' rare names bring their messages too ("My
-  sister is Ana." -> "Ana lives in Oslo."). A name in many messages (a colleague named all
-  the time) narrows nothing down and is not followed.
+* **A name's messages read together.** "When should I send a card to my sister and to
+  which city?" is hardly like any of "My sister is Ana.", "Ana's birthday is 3 May." and
+  "Ana lives in Oslo." alone (each is below the relevance floor), but it is like the three
+  read as one text. A capitalised word of one of the best ``CLUSTER_CANDIDATES``
+  candidates by meaning and by words (kept or not) that at most ``RARE`` messages have,
+  and whose messages joined are at least ``CLUSTER_MARGIN`` more similar to the question
+  than the conversation's background and at least ``CLUSTER_GAIN`` more than the most
+  similar of them alone, is what the question is about: its messages are kept. Facts
+  about someone else ("My cousin is Rafael.", "Rafael is getting married in June." for
+  "What's my uncle called?") read together are no more like the question than alone.
+* **The best hits' names.** The rare names of the best ``NAME_HITS`` kept hits bring their
+  messages ("I'm reading Middlemarch." -> "I finished Middlemarch and started The
+  Overstory."), unless those messages read together are more than ``NAME_LOSS`` less like
+  the question than the best of them alone (they are about something else). A name in
+  many messages (a colleague named all the time) narrows nothing down and is not followed.
 * **Updates.** "I started a new job at Solaris Energy." is further from "Who is my
   employer?" than "I work at Nordlicht Bank.", yet it is the answer. A candidate that is
   one of the ``NEAREST`` messages in meaning to a kept hit among those said after it (at
   least ``NEIGHBOUR`` close, and at most ``QUESTION_MARGIN`` less similar to the question
   than the hit) is kept: it may say what changed.
 
-Both are bounded: candidates are the fused ranking's first ``CANDIDATES``, names at most
-``MAX_NAMES``.
+All are bounded: candidates are the fused ranking's first ``CANDIDATES``, names followed
+at most ``MAX_NAMES`` (``MAX_TRIES`` looked up), names tried as a whole at most
+``CLUSTER_TRIES`` (an embedding of each name's messages, joined and alone, through the
+per-process cache of texts).
 """
 
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from conversations import entities, vectors
+from gateway import embeddings
 
 NEIGHBOUR = 0.35
 NEAREST = 2  # the closest later messages of a hit that may be what changed it
@@ -34,27 +46,34 @@ NEIGHBOUR_HITS = 3  # the kept hits whose newer neighbours are looked for
 NAME_HITS = 2  # the kept hits whose names are followed
 MAX_NAMES = 3
 MAX_TRIES = 6
-NAME_CANDIDATES = 20  # the best candidates among which a shared name counts
 RARE = 5
+CLUSTER_CANDIDATES = 12
+CLUSTER_TRIES = 10
+CLUSTER_MARGIN = 0.02
+CLUSTER_GAIN = 0.05
+NAME_LOSS = 0.2
 
 Row = dict[str, Any]
+Search = Callable[[str, int], list[Row]]
 
 
-def shared_names(candidates: list[Row], query: str) -> list[str]:
-    """Capitalised words that at least two of ``candidates`` have, most shared first."""
-    counts: Counter[str] = Counter()
-    for row in candidates:
-        counts.update(entities.capitalised(row["content"], exclude=query))
-    return [name for name, count in counts.most_common() if count >= 2]
+def joined_similarity(hits: list[Row], query_vector: np.ndarray) -> tuple[float, float]:
+    """How similar to the question ``hits`` are read as one text, in conversation order,
+    and the most similar of them alone. Raises EmbeddingUnavailable."""
+    texts = [hit["content"] for hit in sorted(hits, key=lambda row: row["seq"])]
+    joined, *alone = (embeddings.embed_query(text) for text in [" ".join(texts), *texts])
+    return float(joined @ query_vector), max(float(vector @ query_vector) for vector in alone)
 
 
 def follow_names(
-    names: list[str], search: Callable[[str, int], list[Row]], taken: set[int]
+    names: list[str], search: Search, taken: set[int], query_vector: np.ndarray | None = None
 ) -> tuple[list[Row], dict[int, str]]:
     """The messages naming each of ``names`` that only a few messages name (``search``:
     a name and a limit to its matches), those not ``taken`` yet; at most ``MAX_NAMES``
-    names followed, ``MAX_TRIES`` looked up. Also: the name that reached each message
-    (those taken already too)."""
+    names followed, ``MAX_TRIES`` looked up. With the question's vector, a name whose
+    messages read together are more than ``NAME_LOSS`` less like the question than the
+    best of them alone is not followed (they are about something else). Also: the name
+    that reached each message (those taken already too)."""
     found: list[Row] = []
     reached: dict[int, str] = {}
     followed = 0
@@ -64,6 +83,10 @@ def follow_names(
         hits = search(name, RARE + 1)
         if len(hits) > RARE:
             continue  # a common word: it narrows nothing down
+        if query_vector is not None and len(hits) > 1:
+            joined, alone = joined_similarity(hits, query_vector)
+            if joined < alone - NAME_LOSS:
+                continue
         followed += 1
         for hit in sorted(hits, key=lambda row: row["seq"]):
             reached.setdefault(hit["seq"], name)
@@ -94,4 +117,29 @@ def newer_neighbours(conversation_id: str, kept: list[Row], candidates: list[Row
             if row is None or score < NEIGHBOUR or row.get("similarity", 0.0) < floor:
                 continue
             found.append({**by_seq.pop(seq), "updates": hit["seq"]})
+    return found
+
+
+def clustered_names(
+    candidates: list[Row],
+    query: str,
+    query_vector: np.ndarray,
+    background: float,
+    search: Search,
+) -> list[str]:
+    """The rare names of ``candidates`` (best first) whose messages, read as one text, are
+    more like the question than any of them alone (see the module docstring)."""
+    tried: list[str] = []
+    for row in candidates[:CLUSTER_CANDIDATES]:
+        for name in entities.capitalised(row["content"], exclude=query):
+            if name not in tried:
+                tried.append(name)
+    found: list[str] = []
+    for name in tried[:CLUSTER_TRIES]:
+        hits = search(name, RARE + 1)
+        if not 2 <= len(hits) <= RARE:
+            continue  # one message is judged alone; a common word narrows nothing down
+        joined, alone = joined_similarity(hits, query_vector)
+        if joined >= background + CLUSTER_MARGIN and joined >= alone + CLUSTER_GAIN:
+            found.append(name)
     return found

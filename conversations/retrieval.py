@@ -13,23 +13,9 @@ keeping only those that stand out as relevant.
   similarity above about 0.11 outranked it: after an import nothing was found by its
   words until the catch-up came.)
 
-**The relevance floor.** A ranking always has a first place, even when nothing in the
-history is about the question. A hit is kept only when it stands out:
-
-* with a vector (``semantic``, ``hybrid``): its similarity is at least
-  ``SIMILARITY_FLOOR`` and at least ``SIMILARITY_MARGIN`` above the conversation's
-  background (the ``BACKGROUND_RANK``-th best similarity of the whole history), or it
-  matches at least ``TEXT_SHARE`` of the query's terms and its similarity is at least
-  the background and ``TEXT_SIMILARITY_FLOOR`` (words and meaning agree);
-* without one, or in ``text`` mode: it matches at least ``TEXT_SHARE`` of the query's
-  terms;
-* the best match by meaning is kept (above ``SIMILARITY_FLOOR`` and half the margin
-  above the background) when it is at least ``STANDOUT`` more similar than every other
-  message: one message that stands out.
-
-The values were chosen on the tuning half of ``bench/memory_abilities.py`` (the
-held-out half is only measured). What the floor left out is returned in ``dropped``
-with the reason, for the agent's step.
+**The relevance floor** (``conversations.relevance``): a hit is kept only when it stands
+out from the conversation's background; what the floor left out is returned in
+``dropped`` with the reason, for the agent's step.
 
 **Messages without a vector yet** (an import the catch-up has not reached): the words
 of the question bring words of theirs related in meaning (``conversations.vectors_words``:
@@ -38,20 +24,22 @@ embedded during the search and stored, so that they are judged by their meaning 
 others.
 
 **What hits bring along** (``conversations.linked``): the messages naming a rare name
-that two of the best candidates share or that a best hit names, and a candidate said
-after a kept hit that is among the closest to it in meaning (it may say what changed).
-Each brought row says why: ``via`` (the name) or ``updates`` (the hit's seq).
+whose messages read together fit the question, or that a best hit names, and a
+candidate said after a kept hit that is among the closest to it in meaning (it may say
+what changed). Each brought row says why: ``via`` (the name) or ``updates`` (the hit's
+seq).
 
 When the embedder is off or fails, ``semantic`` and ``hybrid`` run as ``text`` and say
 why in ``fallback``: the search never fails because of the embedder.
 """
 
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
 
-from conversations import entities, linked, vectors, vectors_words
+from conversations import entities, linked, relevance, vectors, vectors_words
 from conversations.models import Message
 from conversations.search import NO_BOUND, search_messages, terms
 from conversations.selectors import MESSAGE_FIELDS
@@ -59,6 +47,7 @@ from core import metrics
 from gateway import embeddings
 
 MODES = ("hybrid", "text", "semantic")
+Row = dict[str, Any]
 RRF_K = 10
 # The meaning's ranking counts twice the words': a full-text match on a common word is
 # likelier a false positive than the best similarity.
@@ -66,25 +55,8 @@ MEANING_WEIGHT = 1.0
 TEXT_WEIGHT = 0.5
 # How deep each ranking is read before fusing.
 CANDIDATES = 30
-SIMILARITY_FLOOR = 0.3
-SIMILARITY_MARGIN = 0.12
-TEXT_SIMILARITY_FLOOR = 0.3
-BACKGROUND_RANK = 10
-# A best match by meaning this much above every other message is kept below the floor.
-STANDOUT = 0.07
-TEXT_SHARE = 0.5
 # Hits by words without a vector that are embedded during the search (:func:`_embed_found`).
 ON_THE_SPOT = 12
-
-
-@dataclass
-class _Floor:
-    background: float
-    query_terms: list[str]
-    worded: set[int]
-    related: dict[str, list[str]]
-    on: bool
-    standout: float = 0.0
 
 
 @dataclass
@@ -113,115 +85,77 @@ def _fuse(by_words: list[int], by_meaning: list[int], embedded: set[int]) -> dic
     return scores
 
 
-def _background(similarity: np.ndarray) -> float:
-    """The similarity that an ordinary message of this history reaches."""
-    if len(similarity) < BACKGROUND_RANK:
-        return 0.0
-    return float(np.partition(-similarity, BACKGROUND_RANK - 1)[BACKGROUND_RANK - 1] * -1)
+@dataclass
+class _Search:
+    """What one search gathered: the query's vector (None in ``text`` mode), the
+    similarity of every message with a vector, the full-text hits."""
+
+    conversation_id: str
+    query: str
+    before_seq: int | None
+    mode: str
+    fallback: str | None = None
+    query_vector: np.ndarray | None = None
+    seqs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    similarity: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    text: list[dict[str, Any]] = field(default_factory=list)
+    related: dict[str, list[str]] = field(default_factory=dict)
+
+    names: dict[tuple[str, int], list[Row]] = field(default_factory=dict)
+
+    def by_name(self, name: str, limit: int) -> list[Row]:
+        """The messages naming ``name`` (a second search, by its words; once)."""
+        if (name, limit) not in self.names:
+            self.names[(name, limit)] = search_messages(
+                conversation_id=self.conversation_id, query=name, limit=limit,
+                before_seq=self.before_seq,
+            )  # fmt: skip
+        return self.names[(name, limit)]
 
 
-def _standout(similarity: np.ndarray) -> float:
-    """The best similarity when it exceeds the second best by ``STANDOUT``, else 0."""
-    if len(similarity) < 2:
-        return 0.0
-    first, second = -np.partition(-similarity, 1)[:2]
-    return float(first) if first - second >= STANDOUT else 0.0
-
-
-def _matched_share(
-    query_terms: list[str], content: str, related: dict[str, list[str]] | None = None
-) -> float:
-    """The share of the query's terms that ``content`` has (or a word related to one)."""
-    lowered = content.lower()
-    related = related or {}
-    matched = sum(
-        any(word in lowered for word in (term, *related.get(term, ()))) for term in query_terms
-    )
-    return matched / max(1, len(query_terms))
-
-
-def _why_not(
-    row: dict[str, Any],
-    *,
-    background: float,
-    query_terms: list[str],
-    in_text: bool,
-    related: dict[str, list[str]],
-    standout: float = 0.0,
-) -> str | None:
-    """Why a hit is below the relevance floor, or None when it is relevant. ``standout``:
-    the similarity the best match by meaning has when it exceeds every other by at least
-    ``STANDOUT`` (0 otherwise)."""
-    similarity = row.get("similarity")
-    if similarity is None:
-        share = _matched_share(query_terms, row["content"], related)
-        if share >= TEXT_SHARE:
-            return None
-        return f"matches {share:.0%} of the query's words (floor {TEXT_SHARE:.0%}), no vector"
-    needed = max(SIMILARITY_FLOOR, background + SIMILARITY_MARGIN)
-    if similarity >= needed:
-        return None
-    stands_out = standout and similarity >= standout - 1e-4  # rows hold it rounded
-    if stands_out and similarity >= max(SIMILARITY_FLOOR, background + SIMILARITY_MARGIN / 2):
-        return None  # the one message that stands out from all the others
-    share = _matched_share(query_terms, row["content"]) if in_text else 0.0
-    if share >= TEXT_SHARE and similarity >= max(background, TEXT_SIMILARITY_FLOOR):
-        return None
-    return f"similarity {similarity:.2f} below the floor {needed:.2f}"
-
-
-def _kept(
-    ranked: list[int],
-    known: dict[int, dict[str, Any]],
-    scores: dict[int, float],
-    similarity_of: dict[int, float],
-    floor: _Floor,
-    limit: int,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The hits above the relevance floor, best first (at most ``limit``), and those it
-    left out with the reason."""
-    rows: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
-    for seq in ranked:
-        if len(rows) == limit or len(rows) + len(dropped) >= 2 * limit:
-            break
-        if seq not in known:  # deleted meanwhile
-            continue
-        row = {**known[seq], "score": round(scores[seq], 4)}
-        if seq in similarity_of:
-            row["similarity"] = round(similarity_of[seq], 4)
-        why = _why_not(
-            row,
-            background=floor.background,
-            query_terms=floor.query_terms,
-            in_text=seq in floor.worded,
-            related=floor.related,
-            standout=floor.standout,
+def _names(search: _Search, rows: list[Row], best: list[Row]) -> list[str]:
+    """The names to follow: those whose messages read together fit the question (tried
+    already, so first), then those of the best hits (``linked``); ``best``: the first by
+    meaning and by words, kept or not."""
+    names: list[str] = []
+    if search.query_vector is not None:
+        background = relevance.background(search.similarity)
+        names = linked.clustered_names(
+            best, search.query, search.query_vector, background, search.by_name
         )
-        if why is not None and floor.on:
-            dropped.append({"seq": seq, "reason": why})
-            continue
-        rows.append(row)
-    return rows, dropped
+    for row in rows[: linked.NAME_HITS]:
+        names += [
+            n for n in entities.names([row["content"]], exclude=search.query) if n not in names
+        ]
+    return names
+
+
+def _best_each(search: _Search, known: dict[int, Row]) -> list[Row]:
+    """The best ``linked.CLUSTER_CANDIDATES`` by meaning and by words, taken in turn,
+    kept or not: a hit by words alone ranks low in the fused ranking."""
+    by_meaning = [seq for seq, _ in vectors.best(search.seqs, search.similarity, CANDIDATES)]
+    by_words = [row["seq"] for row in search.text]
+    turns = [seq for pair in zip_longest(by_meaning, by_words) for seq in pair if seq]
+    wanted = list(dict.fromkeys(turns))[: linked.CLUSTER_CANDIDATES]
+    missing = [seq for seq in wanted if seq not in known]
+    known.update(_rows(search.conversation_id, missing) if missing else {})
+    return [known[seq] for seq in wanted if seq in known]
 
 
 def _linked(
+    search: _Search,
     rows: list[dict[str, Any]],
     ranked: list[int],
     known: dict[int, dict[str, Any]],
     similarity_of: dict[int, float],
-    *,
-    conversation_id: str,
-    query: str,
-    before_seq: int | None,
 ) -> list[dict[str, Any]]:
     """The hits with what they bring along (``conversations.linked``): after the best
-    ``linked.NAME_HITS``, the messages that name a rare name of theirs or one that two of
-    the best candidates share, then newer messages close to a kept hit, then the rest."""
+    ``linked.NAME_HITS``, the messages that name a name of :func:`_names`, then newer
+    messages close to a kept hit, then the rest."""
     taken = {row["seq"] for row in rows}
     wanted = [seq for seq in ranked[:CANDIDATES] if seq not in taken]
     missing = [seq for seq in wanted if seq not in known]
-    known.update(_rows(conversation_id, missing) if missing else {})
+    known.update(_rows(search.conversation_id, missing) if missing else {})
     candidates = [
         {
             **known[seq],
@@ -230,20 +164,10 @@ def _linked(
         for seq in wanted
         if seq in known
     ]
-    newer = linked.newer_neighbours(conversation_id, rows, candidates) if rows else []
+    newer = linked.newer_neighbours(search.conversation_id, rows, candidates) if rows else []
     taken.update(row["seq"] for row in newer)
-    names = linked.shared_names((rows + candidates)[: linked.NAME_CANDIDATES], query)
-    for row in rows[: linked.NAME_HITS]:
-        for name in entities.names([row["content"]], exclude=query):
-            if name not in names:
-                names.append(name)
-
-    def search(name: str, limit: int) -> list[dict[str, Any]]:
-        return search_messages(
-            conversation_id=conversation_id, query=name, limit=limit, before_seq=before_seq
-        )
-
-    named, reached = linked.follow_names(names, search, taken)
+    names = _names(search, rows, _best_each(search, known))
+    named, reached = linked.follow_names(names, search.by_name, taken, search.query_vector)
     for row in rows:  # a hit that a name reached too says so, unless it gave the name
         name = reached.get(row["seq"])
         if name and name not in entities.names([row["content"]]):
@@ -300,26 +224,35 @@ def _related(query: str, conversation_id: str, before_seq: int | None) -> dict[s
         return {}
 
 
-@metrics.RETRIEVAL_DURATION.time()
-def _similarities(
-    conversation_id: str, query: str, before_seq: int | None, mode: str
-) -> tuple[np.ndarray, np.ndarray, str | None]:
-    """The conversation's seqs with a vector and their similarities to ``query`` (none in
-    ``text`` mode), and why the search falls back to words when the embedder is away."""
-    empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    if mode == "text":
-        return *empty, None
-    try:
-        seqs, similarity = vectors.similarities(
-            conversation_id=conversation_id,
-            query=embeddings.embed_query(query),
-            before_seq=before_seq,
+def _gather(search: _Search, limit: int) -> None:
+    """Fills ``search``: similarities (unless ``text``), full-text hits (unless
+    ``semantic``), and the vectors of the best hits by words that had none."""
+    if search.mode != "text":
+        try:
+            search.query_vector = embeddings.embed_query(search.query)
+            search.seqs, search.similarity = vectors.similarities(
+                conversation_id=search.conversation_id, query=search.query_vector,
+                before_seq=search.before_seq,
+            )  # fmt: skip
+        except embeddings.EmbeddingUnavailable as exc:
+            search.fallback, search.mode, search.query_vector = str(exc), "text", None
+    hybrid = search.mode == "hybrid"
+    conversation_id, before_seq = search.conversation_id, search.before_seq
+    if hybrid and _without_vector(conversation_id, before_seq, len(search.seqs)):
+        search.related = _related(search.query, conversation_id, before_seq)
+    if search.mode != "semantic":
+        search.text = search_messages(
+            conversation_id=conversation_id, query=search.query,
+            limit=max(limit, CANDIDATES), before_seq=before_seq,
+            also=[word for words in search.related.values() for word in words],
+        )  # fmt: skip
+    if hybrid and search.text:
+        search.seqs, search.similarity = _embed_found(
+            conversation_id, search.text, search.seqs, search.similarity, search.query
         )
-    except embeddings.EmbeddingUnavailable as exc:
-        return *empty, str(exc)
-    return seqs, similarity, None
 
 
+@metrics.RETRIEVAL_DURATION.time()
 def find_messages(
     *,
     conversation_id: str,
@@ -336,43 +269,28 @@ def find_messages(
     keeps the hits below the relevance floor too; ``expand``: the hits bring the
     messages linked to them (:func:`_linked`)."""
     expand = expand and mode != "text"  # a search for a name is not expanded again
-    seqs, similarity, fallback = _similarities(conversation_id, query, before_seq, mode)
-    if fallback is not None:
-        mode = "text"
-    related: dict[str, list[str]] = {}
-    if mode == "hybrid" and _without_vector(conversation_id, before_seq, len(seqs)):
-        related = _related(query, conversation_id, before_seq)
-    text: list[dict[str, Any]] = []
-    if mode != "semantic":
-        text = search_messages(
-            conversation_id=conversation_id,
-            query=query,
-            limit=max(limit, CANDIDATES),
-            before_seq=before_seq,
-            also=[word for words in related.values() for word in words],
-        )
-    if mode == "hybrid" and text:
-        seqs, similarity = _embed_found(conversation_id, text, seqs, similarity, query)
+    search = _Search(conversation_id, query, before_seq, mode)
+    _gather(search, limit)
+    seqs, similarity = search.seqs, search.similarity
     by_meaning = [seq for seq, _ in vectors.best(seqs, similarity, CANDIDATES)]
-    by_words = [row["seq"] for row in text]
+    by_words = [row["seq"] for row in search.text]
     scores = _fuse(by_words, by_meaning, set(seqs[np.isin(seqs, by_words)].tolist()))
     ranked = sorted(scores, key=lambda seq: (scores[seq], seq), reverse=True)
-    known = {row["seq"]: row for row in text}
+    known = {row["seq"]: row for row in search.text}
     missing = [seq for seq in ranked[: 2 * limit] if seq not in known]
     known.update(_rows(conversation_id, missing) if missing else {})
-    floor_of = _Floor(
-        background=_background(similarity),
-        standout=_standout(similarity),
+    floor_of = relevance.Floor(
+        background=relevance.background(similarity),
+        standout=relevance.standout(similarity),
         query_terms=terms(query),
         worded=set(by_words),
-        related=related,
+        related=search.related,
         on=floor,
     )
     similarity_of = vectors.lookup(seqs, similarity, ranked)
-    rows, dropped = _kept(ranked, known, scores, similarity_of, floor_of, limit)
+    rows, dropped = relevance.kept(ranked, known, scores, similarity_of, floor_of, limit)
     if expand:
-        rows = _linked(rows, ranked, known, similarity_of, conversation_id=conversation_id,
-                       query=query, before_seq=before_seq)  # fmt: skip
+        rows = _linked(search, rows, ranked, known, similarity_of)
         taken = {row["seq"] for row in rows}
         dropped = [entry for entry in dropped if entry["seq"] not in taken]
-    return Found(rows, mode, fallback, dropped)
+    return Found(rows, search.mode, search.fallback, dropped)

@@ -87,7 +87,7 @@ def test_the_newest_of_hits_close_in_meaning_is_marked_not_a_newer_unrelated_one
     conversation = conversation_with(owner, contents)
     vectors.embed_pending(conversation_id=conversation.pk)
     lyon = hit(3, "user", contents[2], 0.6, days=90)
-    porto = hit(41, "user", contents[40], 0.45, days=20)
+    porto = hit(41, "user", contents[40], 0.52, days=20)
     printer = hit(81, "user", contents[80], 0.4, days=2)
     groups = [[lyon], [porto], [printer]]
     arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
