@@ -57,9 +57,8 @@ INSTALLED_APPS = [
     "backoffice",
 ]
 
-# Those of config.middleware run their hooks on the event loop under ASGI. The security,
-# session, CSRF and framing middleware keep Django's own names, which its deployment
-# checks look for.
+# Django's own middleware, WhiteNoise's and django-csp's as they ship; ours (core, config) are
+# written with Django's public middleware API, synchronous and asynchronous.
 MIDDLEWARE = [
     # Outermost: the request id and the metrics of every answer, errors included.
     "core.observe.RequestObserverMiddleware",
@@ -67,39 +66,16 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core.http.BodySizeLimitMiddleware",
     "core.http.AdminUrlGuardMiddleware",
-    "config.middleware.StaticFilesMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "config.middleware.CommonMiddleware",
+    "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "config.middleware.AuthenticationMiddleware",
-    "config.middleware.MessageMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.CSPMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
     "axes.middleware.AxesMiddleware",
-]
-# The production server (config/asgi.py) runs the stateless endpoint through these alone: it
-# has no session, cookie, user, message or HTML page, so the rest of the chain above only
-# costs it thread switches. The same security headers and HTTPS redirect, the same body
-# limit. (Django's test client and the WSGI server run the whole chain for every path.)
-# The OpenAI-compatible face's paths (gateway.openai_views) take the same short path.
-STATELESS_PATHS = (
-    "/api.php",
-    "/v1/chat/completions",
-    "/v1/completions",
-    "/v1/embeddings",
-    "/v1/models",
-)
-# The event streams (agents.event_views) take the same short path: they hold no thread.
-EVENT_STREAM_PATHS = r"/agent/(?:job|conversation)/[^/]+/events"
-STATELESS_MIDDLEWARE = [
-    # Outermost: the request id and the metrics of every answer, errors included.
-    "core.observe.RequestObserverMiddleware",
-    "config.middleware.ContentLengthMiddleware",
-    "config.middleware.SecurityMiddleware",
-    # The host checked against ALLOWED_HOSTS as on every path.
-    "config.middleware.CommonMiddleware",
-    "core.http.BodySizeLimitMiddleware",
 ]
 # Slow or greedy clients (config/gunicorn_worker.py): a request's headers must arrive within
 # WEB_HEADER_TIMEOUT seconds of its first byte, its body within WEB_BODY_TIMEOUT of its
@@ -109,8 +85,6 @@ STATELESS_MIDDLEWARE = [
 WEB_HEADER_TIMEOUT = env_float("WEB_HEADER_TIMEOUT", 10.0, minimum=0.1)
 WEB_BODY_TIMEOUT = env_float("WEB_BODY_TIMEOUT", 30.0, minimum=0.1)
 WEB_MAX_CONNECTIONS_PER_CLIENT = env_int("WEB_MAX_CONNECTIONS_PER_CLIENT", 256, minimum=0)
-# Threads per web process that run the stateless endpoint's database work (config/asgi.py).
-STATELESS_THREADS = env_int("STATELESS_THREADS", 4, minimum=1)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

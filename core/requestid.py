@@ -1,7 +1,7 @@
 """The id that ties a request to its job, its model calls and their log lines.
 
 A request takes the client's ``X-Request-ID`` when it is a sane token (1 to 128 printable
-ASCII characters, no space), else a new one (``config.middleware``). It lives in a context
+ASCII characters, no space), else a new one (``core.observe``). It lives in a context
 variable for the request's whole course: its thread, its event loop task, the job the
 request starts (``Job.request_id``), the worker that runs that job (bound again there), and
 the ``X-Request-ID`` header of every call to the model runtime.

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db.backends.signals import connection_created
 
+from config import short_route
 from gateway.models import UsageRecord
 from tests.asgi import IN_FLIGHT, hold_slow_calls, post
 from tests.factories import wait_for
@@ -35,7 +36,7 @@ def test_many_slow_calls_are_in_flight_at_once_and_a_fast_call_is_not_blocked(
     assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT + 1
 
 
-def test_the_calls_in_flight_share_the_stateless_threads_instead_of_a_thread_each(
+def test_the_calls_in_flight_share_the_short_routes_threads_instead_of_a_thread_each(
     asgi_server, runtime, make_key, settings
 ):
     _, key = make_key()
@@ -55,8 +56,8 @@ def test_the_calls_in_flight_share_the_stateless_threads_instead_of_a_thread_eac
             assert [call.result()[0] for call in calls] == [200] * IN_FLIGHT
     finally:
         connection_created.disconnect(seen)
-    assert 1 <= len(threads) <= settings.STATELESS_THREADS < IN_FLIGHT
-    assert all(name.startswith("stateless") for name in threads)
+    assert 1 <= len(threads) <= short_route.THREADS < IN_FLIGHT
+    assert all(name.startswith("short") for name in threads)
     assert UsageRecord.objects.filter(status=200).count() == IN_FLIGHT
 
 

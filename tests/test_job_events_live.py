@@ -15,6 +15,7 @@ from httpx_sse import connect_sse
 
 from agents import eventbus
 from agents.models import Job, JobStatus
+from config import short_route
 from tests.factories import default_profile, wait_for
 from tests.live import request
 from tests.runtime_server import Reply, RuntimeServer
@@ -220,7 +221,7 @@ def test_clients_that_connect_and_go_away_leave_no_watch_task_or_thread(
 
     def threads() -> tuple[int, dict[str, int]]:
         """Threads outside the server's bounded pools, and those in each pool."""
-        pools = {"events-db": 0, "stateless": 0}
+        pools = {"events-db": 0, "short": 0}
         others = 0
         for thread in threading.enumerate():
             pool = next((p for p in pools if thread.name.startswith(p)), None)
@@ -241,4 +242,4 @@ def test_clients_that_connect_and_go_away_leave_no_watch_task_or_thread(
     after, pools = threads()
     assert after <= others
     assert pools["events-db"] <= eventbus.DB_THREADS
-    assert pools["stateless"] <= settings.STATELESS_THREADS
+    assert pools["short"] <= short_route.THREADS
