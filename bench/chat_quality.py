@@ -7,7 +7,8 @@
 
 A full run (32 pairs, 10 tasks) takes 20 to 40 minutes on the shared 2-core machine: a
 pair is 25 to 75 s (three chats with the fact inside the window, five to seven with it
-pushed out). The pairs are held out: the default profile's prompt was tuned on others.
+pushed out). The pairs are held out (``bench/held_out.py``): the default profile's prompt
+and the reply checks were tuned on others (``--pair-set tuning``).
 
 It runs the service as ``make run`` does (gunicorn, a django-q2 cluster, a fresh SQLite
 database, the embedded llama.cpp runtime with Gemma 3 270M on port 8089, started here
@@ -64,10 +65,12 @@ from bench.common import (  # noqa: E402
     service_env,
     sqlite_database,
 )
+from bench.held_out import CHAT_PAIRS  # noqa: E402
 from scripts import embedded_runtime  # noqa: E402
 
-# (fact, question, answer): the answer must appear in the reply (case-insensitive).
-PAIRS = [
+# (fact, question, answer): the answer must appear in the reply (case-insensitive). The
+# held-out pairs until 2026-11-26; read since, so tuning pairs now (bench/held_out.py).
+EARLIER_PAIRS = [
     ("My dog is called Pixel.", "What is my dog called?", "Pixel"),
     ("My name is Ada.", "What is my name?", "Ada"),
     ("My favourite colour is green.", "What is my favourite colour?", "green"),
@@ -101,8 +104,9 @@ PAIRS = [
     ("My doctor is called Dr. Okafor.", "What is my doctor called?", "Okafor"),
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
-# Pairs for trying prompt shapes on (``--pair-set tuning``): the figures of a change are
-# the held-out ``PAIRS`` above, which no prompt was tuned on.
+# Pairs for trying prompt shapes on (``--pair-set tuning``, with ``EARLIER_PAIRS``): the
+# figures of a change are the held-out ``bench.held_out.CHAT_PAIRS``, which nothing was
+# tuned on.
 TUNING_PAIRS = [
     ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
     ("My favourite city is Vienna.", "What is my favourite city?", "Vienna"),
@@ -261,7 +265,7 @@ class Service:
 
 
 def reply_text(job: dict) -> str:
-    if job["status"] != "finished":
+    if job.get("status") != "finished":
         return ""
     result = job.get("final_result") or {}
     return (result.get("message") or {}).get("content") or result.get("text") or ""
@@ -292,10 +296,11 @@ def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
-def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, list[str]]:
+def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, int, list[str]]:
     """Replies of one conversation that name an example fact the user never said in it,
-    and replies that are the previous reply again while the user said something else."""
-    example = repeat = 0
+    and replies that are the previous reply again while the user said something else
+    (apart: those that say again that it does not know, an abstention, not a copy)."""
+    example = repeat = unknown_again = 0
     told: set[str] = set()
     asked = previous = previous_asked = None
     shown: list[str] = []
@@ -307,12 +312,14 @@ def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, list[str]]:
         copied = (set(words(text)) & set(EXAMPLE_FACTS)) - told
         again = previous is not None and words(text) == words(previous)
         again = again and words(asked or "") != words(previous_asked or "")
+        abstains = again and bool(ABSTAINS.search(text))
         example += bool(copied)
-        repeat += again
+        repeat += again and not abstains
+        unknown_again += abstains
         if copied or again:
             shown.append(text[:120])
         previous, previous_asked = text, asked
-    return example, repeat, shown
+    return example, repeat, unknown_again, shown
 
 
 def wrong(reply: str, answer: str) -> bool:
@@ -329,62 +336,105 @@ def last_prompt(job: dict) -> str:
     return str(given.get("prompt", ""))
 
 
+def ask_inside(service: Service, index: int, pair: tuple[str, str, str]) -> dict:
+    """The fact, one short filler turn, the question: the fact is inside the window."""
+    fact, question, _ = pair
+    service.chat(f"in-{index}", fact)
+    service.chat(f"in-{index}", SHORT_FILLER)
+    return service.chat(f"in-{index}", question)
+
+
+def ask_outside(service: Service, index: int, pair: tuple[str, str, str]) -> tuple[dict, dict, int]:
+    """The fact, fillers until it left the window, the question: ``(first, last, fillers)``."""
+    fact, question, _ = pair
+    first = service.chat(f"out-{index}", fact, profile="bench-window")
+    fillers = 0
+    for filler in itertools.islice(itertools.cycle(FILLERS), MAX_FILLERS):
+        fillers += 1
+        last = service.chat(f"out-{index}", filler, profile="bench-window")
+        if not fact_in_window(last):
+            break
+    return first, service.chat(f"out-{index}", question, profile="bench-window"), fillers
+
+
+def shown(job: dict) -> str:
+    """A job's reply as a pair's line shows it, or why there is none."""
+    if job and job.get("status") != "finished":
+        return f"[{job.get('status')}: {(job.get('error') or '')[:80]}]"
+    return repr(reply_text(job)[:60])
+
+
+def borrowed_notes(job: dict) -> list[str]:
+    """What the reply check found in a job's replies (its ``reply_borrowed`` notes)."""
+    return [
+        f"{(s.get('input') or {}).get('kind')}: {(s.get('input') or {}).get('reply', '')[:60]!r}"
+        for s in job.get("steps", [])
+        if s["kind"] == "note" and s["name"] == "reply_borrowed"
+    ]
+
+
+def count_answer(figures: dict, where: str, job: dict, answer: str) -> None:
+    if figures.get("show_borrowed"):
+        for note in borrowed_notes(job):
+            print(f"    ({where}) {note}", flush=True)
+    figures[where] += contains(reply_text(job), answer)
+    figures["wrong"] += wrong(reply_text(job), answer)
+    figures["abstained"] += bool(ABSTAINS.search(reply_text(job)))
+    figures["asked"] += 1
+
+
 def run_pairs(
-    service: Service, pairs: list[tuple[str, str, str]], deadline: float, show_misses: bool = False
+    service: Service,
+    pairs: list[tuple[str, str, str]],
+    deadline: float,
+    show_misses: bool = False,
+    only: str | None = None,
+    show_borrowed: bool = False,
 ) -> dict:
     figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
-    figures.update(wrong=0, abstained=0)
+    figures["show_borrowed"] = show_borrowed
+    figures.update(wrong=0, abstained=0, asked=0)
     conversations: list[str] = []
     figures["pairs"] = 0
-    for index, (fact, question, answer) in enumerate(pairs):
+    for index, pair in enumerate(pairs):
         if time.monotonic() > deadline:
             print(f"  (time budget spent: stopping after {index} pairs)", flush=True)
             break
         figures["pairs"] += 1
         pair_started = time.monotonic()
-        service.chat(f"in-{index}", fact)
-        service.chat(f"in-{index}", SHORT_FILLER)
-        inside = service.chat(f"in-{index}", question)
-        figures["inside"] += contains(reply_text(inside), answer)
-        figures["wrong"] += wrong(reply_text(inside), answer)
-        figures["abstained"] += bool(ABSTAINS.search(reply_text(inside)))
-
-        first = service.chat(f"out-{index}", fact, profile="bench-window")
-        fillers = 0
-        for filler in itertools.islice(itertools.cycle(FILLERS), MAX_FILLERS):
-            fillers += 1
-            last = service.chat(f"out-{index}", filler, profile="bench-window")
-            if not fact_in_window(last):
-                break
-        outside = service.chat(f"out-{index}", question, profile="bench-window")
-        out_of_window = not fact_in_window(outside)
-        figures["out_of_window"] += out_of_window
-        figures["outside"] += contains(reply_text(outside), answer)
-        figures["wrong"] += wrong(reply_text(outside), answer)
-        figures["abstained"] += bool(ABSTAINS.search(reply_text(outside)))
-        if show_misses and not contains(reply_text(outside), answer):
-            print(f"--- missed, the prompt:\n{last_prompt(outside)}\n---", flush=True)
-        figures["outside_in_prompt"] += fact_in_prompt(outside, fact)
+        fact, _, answer = pair
+        inside = outside = first = {}
+        fillers, out_of_window = 0, False
+        if only != "outside":
+            inside = ask_inside(service, index, pair)
+            count_answer(figures, "inside", inside, answer)
+        if only != "inside":
+            first, outside, fillers = ask_outside(service, index, pair)
+            out_of_window = not fact_in_window(outside)
+            figures["out_of_window"] += out_of_window
+            count_answer(figures, "outside", outside, answer)
+            figures["outside_in_prompt"] += fact_in_prompt(outside, fact)
+            if show_misses and not contains(reply_text(outside), answer):
+                print(f"--- missed, the prompt:\n{last_prompt(outside)}\n---", flush=True)
         conversations += [
-            (inside.get("final_result") or {}).get("conversation_id", ""),
-            (first.get("final_result") or {}).get("conversation_id", ""),
+            (job.get("final_result") or {}).get("conversation_id", "") for job in (inside, first)
         ]
         print(
             f"  {index + 1:2}/{len(pairs)} ({time.monotonic() - pair_started:.0f} s,"
-            f" {fillers} fillers) inside: {reply_text(inside)[:60]!r}"
-            f" | outside{'' if out_of_window else ' (still in window)'}:"
-            f" {reply_text(outside)[:60]!r}",
+            f" {fillers} fillers) inside: {shown(inside)}"
+            f" | outside{'' if out_of_window else ' (still in window)'}: {shown(outside)}",
             flush=True,
         )
     talks = [service.messages(cid) for cid in conversations if cid]
     replies = [text for talk in talks for role, text in talk if role == "assistant"]
-    figures["example"] = figures["repeat"] = 0
+    figures["example"] = figures["repeat"] = figures["unknown_again"] = 0
     figures["borrowed_examples"] = []
     for talk in talks:
-        example, repeat, shown = borrowed(talk)
+        example, repeat, unknown_again, found = borrowed(talk)
         figures["example"] += example
         figures["repeat"] += repeat
-        figures["borrowed_examples"] += shown
+        figures["unknown_again"] += unknown_again
+        figures["borrowed_examples"] += found
     figures["replies"] = len(replies)
     figures["invented"] = sum(bool(INVENTED.search(text)) for text in replies)
     figures["quoted"] = sum(bool(QUOTED.match(text)) for text in replies)
@@ -462,10 +512,13 @@ def report(
     print(
         f"    naming the example's facts:         {share(figures['example'], figures['replies'])}"
     )
-    print(f"    the previous reply again:           {share(figures['repeat'], figures['replies'])}")
+    print(
+        f"    the previous reply again:           {share(figures['repeat'], figures['replies'])}"
+        f" (besides, saying again that it does not know: {figures['unknown_again']})"
+    )
     print(
         "    wrong answers that do not say they do not know:"
-        f" {share(figures['wrong'], 2 * pairs)}"
+        f" {share(figures['wrong'], figures['asked'])}"
         f" (answers that say so: {figures['abstained']})"
     )
     print(f"  arithmetic tasks answered exactly:    {share(exact, arith)}")
@@ -494,7 +547,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
-    parser.add_argument("--pairs", type=int, default=len(PAIRS), help="fact pairs to run")
+    parser.add_argument("--pairs", type=int, default=len(CHAT_PAIRS), help="fact pairs to run")
     parser.add_argument(
         "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
     )
@@ -517,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
         "--show-borrowed",
         action="store_true",
         help="print the borrowed replies (never on the held-out pairs before the final run)",
+    )
+    parser.add_argument(
+        "--only", choices=("inside", "outside"), help="the fact inside the window only, or out"
     )
     parser.add_argument(
         "--show-misses",
@@ -552,10 +608,17 @@ def main(argv: list[str] | None = None) -> int:
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
-            chosen = PAIRS if args.pair_set == "held-out" else TUNING_PAIRS
+            chosen = CHAT_PAIRS if args.pair_set == "held-out" else EARLIER_PAIRS + TUNING_PAIRS
             pairs = chosen[args.skip_pairs :][: args.pairs]
             print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
-            figures = run_pairs(service, pairs, started + args.max_seconds, args.show_misses)
+            figures = run_pairs(
+                service,
+                pairs,
+                started + args.max_seconds,
+                args.show_misses,
+                args.only,
+                args.show_borrowed and args.pair_set == "tuning",
+            )
             tasks = ARITHMETIC[: args.arithmetic]
             print(f"arithmetic ({len(tasks)} tasks):", flush=True)
             exact, arith_invented = run_arithmetic(service, tasks)

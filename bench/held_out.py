@@ -1,0 +1,115 @@
+"""The held-out cases of the quality benches, written on 2026-11-26 in new words.
+
+The sets these replace were read while changes were made (a failure once looked at is no
+longer held out), so they became tuning sets: ``bench/chat_quality.py``'s ``TUNING_PAIRS``
+and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser,
+check or threshold) is tried on the cases below, and their per-case lines are not read
+before a final run; once one is read to understand a failure, write a fresh set.
+
+Many chat questions here ask in other words than the fact was told ("Which artist do I
+admire most?" after "My favourite painter is Vermeer."), and one asks about someone the
+user named without "my".
+"""
+
+# (fact, question, answer): the answer must appear in the reply (case-insensitive).
+CHAT_PAIRS = [
+    ("I named my hamster Biscuit.", "What's the name of my hamster?", "Biscuit"),
+    ("My mother grew up in Tallinn.", "Which town was my mum raised in?", "Tallinn"),
+    ("I am allergic to shellfish.", "What am I allergic to?", "shellfish"),
+    ("My favourite composer is Chopin.", "Whose music do I enjoy most?", "Chopin"),
+    ("I parked the car on level 6.", "On what level did I leave the car?", "6"),
+    ("My niece is called Freya.", "What's my niece's name?", "Freya"),
+    ("My yoga class is on Wednesday.", "Which weekday do I have yoga?", "Wednesday"),
+    ("I moved here from Montreal.", "Where did I move here from?", "Montreal"),
+    ("My laptop is a Lenovo.", "Which brand is my laptop?", "Lenovo"),
+    ("My grandfather was a baker.", "What did my grandfather do for a living?", "baker"),
+    ("My guitar teacher is named Soren.", "Who teaches me guitar?", "Soren"),
+    ("The spare key is under the blue flowerpot.", "Where is the spare key hidden?", "flowerpot"),
+    ("My dentist's surname is Kowalski.", "What's my dentist's surname?", "Kowalski"),
+    ("I ordered a lamp in emerald green.", "What colour is the lamp I ordered?", "green"),
+    ("My tortoise is 42 years old.", "How old is my tortoise?", "42"),
+    ("My favourite painter is Vermeer.", "Which artist do I admire most?", "Vermeer"),
+    ("I keep my passport in the top drawer.", "Where do I keep my passport?", "drawer"),
+    ("My partner's name is Idris.", "Who is my partner?", "Idris"),
+    ("My piano lesson is at 5 pm.", "At what time is my piano lesson?", "5"),
+    ("Our team's mascot is an owl.", "What animal is our team mascot?", "owl"),
+    ("I was a student in Edinburgh.", "In which city did I study?", "Edinburgh"),
+    ("My favourite cheese is gouda.", "Which cheese do I prefer?", "gouda"),
+    ("My phone case is orange.", "What colour is my phone case?", "orange"),
+    ("Our wedding anniversary falls in August.", "In which month is our anniversary?", "August"),
+    ("My youngest child is called Milo.", "What's the name of my youngest?", "Milo"),
+    ("My gym membership number is 6630.", "What is my membership number at the gym?", "6630"),
+    ("I take the number 14 tram to work.", "Which tram do I take to work?", "14"),
+    ("My favourite board game is Catan.", "Which board game do I like most?", "Catan"),
+    ("My cousin Rafael lives in Seville.", "In which city does Rafael live?", "Seville"),
+    ("I keep bees in my garden.", "What insects do I keep?", "bees"),
+    ("My favourite river is the Danube.", "Which river do I love most?", "Danube"),
+    ("The plumber is coming on Friday.", "When will the plumber come?", "Friday"),
+]
+
+# (task, exact result)
+ARITHMETIC = [
+    ("Add 23 to 58, then take away 11.", 70),
+    ("What is 30% of 90?", 27),
+    ("How much is a quarter of 120?", 30),
+    ("Multiply 9 by 13.", 117),
+    ("What do you get when you divide 96 by 8?", 12),
+    ("Take 45 away from 100.", 55),
+    ("What is 15 plus 27 plus 3?", 45),
+    ("Triple 14, then add 6.", 48),
+    ("What is eight times nine?", 72),
+    ("What is 2 to the power of 6?", 64),
+    ("What is one fifth of 250?", 50),
+    ("What is 12.5% of 400?", 50),
+    ("Halve 86 and then add 7.", 50),
+    ("What is the total of 14, 16 and 20?", 50),
+    ("What is 11 squared?", 121),
+    ("How much is 2,500 plus 1,250?", 3750),
+    ("What is 7 multiplied by 15?", 105),
+    ("What is 120 minus 45?", 75),
+    ("Divide 72 by 6 and then multiply by 5.", 60),
+    ("What is the mean of 3, 9 and 12?", 8),
+    ("What is a dozen times four?", 48),
+    ("What is two fifths of 50?", 20),
+    ("Subtract 7 from 40, then double the result.", 66),
+    ("What's 250 \u00f7 10?", 25),
+    ("Begin with 90, take off 30, then divide by 3.", 20),
+    ("What is 1% of 700?", 7),
+    ("What is fifteen plus twenty-six?", 41),
+    ("Decrease 200 by 15%.", 170),
+    ("A box holds 6 eggs. How many eggs are in 7 boxes?", 42),
+    ("I had 50 euros and spent 18. How much is left?", 32),
+]
+
+WRITING = [
+    "Write a haiku about a lighthouse.",
+    "Write one sentence about a quiet library.",
+    "Suggest a name for a flower shop.",
+    "Write a short note thanking a teacher.",
+    "Describe a dog in two sentences.",
+    "Write a slogan for a swimming pool.",
+    "Give me a title for a story about a missing train.",
+    "Write a two-line poem about spring.",
+    "Explain in one sentence why leaves fall in autumn.",
+    "Write a welcome message for new club members.",
+    "List three animals that live in the sea.",
+    "Write a short apology for a late reply to an email.",
+    "Describe the sound of rain on a roof.",
+    "Write a short post announcing a bake sale.",
+    "Give one tip for staying focused while studying.",
+    "Write a limerick about a cat who loves cheese.",
+    "Summarise the story of Little Red Riding Hood in one sentence.",
+    "Write the first line of a science fiction story.",
+    "Suggest three names for a puppy.",
+    "Write a short get-well message for a friend.",
+    "Describe a beach at sunset.",
+    "Write a motto for a hiking club.",
+    "Explain to a child what the wind is.",
+    "Write a sentence that uses the word 'compass'.",
+    "Give a one-line description of a crowded market.",
+    "Write a short poem about the stars.",
+    "Write a product description for a ceramic mug.",
+    "Invent a name for a new ice cream flavour.",
+    "Write a polite message asking a neighbour to turn the music down.",
+    "Describe the taste of dark chocolate.",
+]
