@@ -12,16 +12,23 @@ the prompt style, by comparing the reply with the context the model was given:
 * ``repeat``: the reply is the previous reply again, while the user said something else;
 * ``unsupported``: the user asks about something of their own ("What is my ...?") and
   every fact the reply names (a name, a number, a colour, a day, a month) is missing from
-  the conversation: the model made the answer up, or took another value than the user's.
+  the conversation: the model made the answer up, or took another value than the user's;
+* ``ungrounded``: the user asks to be reminded of something of their own ("What/which/
+  where ... my ...?", not asking for advice nor for a yes or a no), and the reply
+  uses no word of what the messages about it said beyond the question's own words ("I
+  have a code for your locker." after "My locker code is 4821."): it did not answer from
+  them. The messages about it (:func:`told_about`) are those that share a word with the
+  question, and those the caller found close to it in meaning.
 
 The chat agent asks again with sampling, and in the end answers the profile's
 ``unknown_reply`` rather than store such a reply (``conversations.chat_agent``).
 """
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from conversations.context import Context
+from conversations.context import Context, Item
 
 
 def _set(text: str) -> frozenset[str]:
@@ -67,6 +74,18 @@ _QUESTION_START = _set(
     "what which where who whom whose when how do does did is are was were can could tell "
     "remind name"
 )
+# A question that asks to be told something back, among its first words ("In which city
+# ...?"); one that asks for advice or a suggestion has no answer in the conversation.
+_RECALL = _set("what which where who whom whose when how what's where's who's when's")
+_ADVICE = _set("should could would might recommend suggest suggestion idea ideas")
+_RECALL_WORDS = 3
+# A reply that says it does not know: honest, never ungrounded.
+_ABSTAINS = re.compile(
+    r"\b(?:don'?t know|do not know|not sure|no idea|(?:can'?t|cannot) (?:say|tell|remember)"
+    r"|don'?t remember|(?:didn'?t|never) (?:tell|told|say|said|mention)"
+    r"|haven'?t (?:told|said|mentioned))",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +101,7 @@ class Borrowed:
             "example": f"The reply repeats the prompt's example{said}.",
             "repeat": "The reply repeats the previous reply.",
             "unsupported": f"The reply names what the user never said{said}.",
+            "ungrounded": f"The reply uses nothing of what the conversation said about it{said}.",
         }[self.problem]
 
 
@@ -125,6 +145,58 @@ def asks_about_the_user(message: str) -> bool:
     return question and bool(_FIRST_PERSON & set(said_words))
 
 
+def stem(word: str) -> str:
+    """A word without a possessive, a plural or verb ending, or a final e, to compare
+    forms ("leaves", "leave"; "coming", "come")."""
+    word = word.removesuffix("'s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+def content_words(text: str) -> set[str]:
+    """The stems of the words that can carry a fact: not common, numbers and the closed
+    words (colours, days, months) included."""
+    found = words(text)
+    kept = {w for w in found if w not in COMMON and w not in _QUESTION_START and len(w) > 2}
+    return {stem(w) for w in kept | {w for w in found if w.isdigit() or w in _CLOSED}}
+
+
+def asks_to_recall(context: Context) -> bool:
+    """Whether the new message asks to be told back something of the user's own (see
+    ``ungrounded``)."""
+    message = context.message.content
+    said_words = set(words(message))
+    recall = bool(_RECALL & set(words(message)[:_RECALL_WORDS]))
+    advice = bool(_ADVICE & said_words)
+    return recall and not advice and asks_about_the_user(message)
+
+
+def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
+    """The messages of the context (recent and retrieved) that the new message asks about:
+    those sharing a word with it, and those whose seq is in ``similar``."""
+    asked = content_words(context.message.content)
+    seen: set[int] = set()
+    found = []
+    for item in (*context.recent, *context.retrieved):
+        if item.seq in seen or item.seq == context.message.seq:
+            continue
+        if item.seq in similar or asked & content_words(item.content):
+            seen.add(item.seq)
+            found.append(item)
+    return found
+
+
+def _ungrounded(reply: str, context: Context, about: list[Item]) -> Borrowed | None:
+    asked = content_words(context.message.content)
+    told = set().union(*(content_words(item.content) for item in about)) - asked
+    if not told or content_words(reply) & told or _ABSTAINS.search(reply):
+        return None
+    return Borrowed("ungrounded")
+
+
 def _same(one: str, other: str) -> bool:
     return words(one) == words(other)
 
@@ -139,9 +211,12 @@ def _previous_exchange(context: Context) -> tuple[str, str] | None:
     return None
 
 
-def borrowed(reply: str, context: Context, system_prompt: str) -> Borrowed | None:
+def borrowed(
+    reply: str, context: Context, system_prompt: str, similar: Collection[int] = ()
+) -> Borrowed | None:
     """Why ``reply`` borrows from the prompt rather than answering (see the module), or
-    None when it does not."""
+    None when it does not. ``similar``: the seqs of the messages close in meaning to the
+    new one (:func:`told_about`)."""
     shown = said(context)
     reply_words = set(words(reply))
     copied = sorted((reply_words & example_facts(system_prompt)) - shown)
@@ -156,4 +231,6 @@ def borrowed(reply: str, context: Context, system_prompt: str) -> Borrowed | Non
         facts = _facts(reply)
         if facts and not facts & shown:
             return Borrowed("unsupported", tuple(sorted(facts)))
+    if asks_to_recall(context):
+        return _ungrounded(reply, context, told_about(context, similar))
     return None

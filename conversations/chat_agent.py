@@ -23,12 +23,13 @@
    (``agents.replies``; the raw text stays in the ``model_call`` step); a reply that is
    empty once cleaned is asked again, with sampling. So is a reply that borrows from the
    prompt's scaffolding rather than answering (the example conversation's facts, the
-   previous reply again, a value the user never gave: ``conversations.borrowing``), up to
-   ``BORROWED_RETRIES`` times; then the profile's ``unknown_reply`` ("I don't know.") is
-   the reply. A model call whose text is not the reply is marked so (``Discard``: its
-   streamed tokens are taken back), and an ``unknown_reply`` is given by a note step whose
-   tokens carry it (``Say``): the tokens of the step that produced the stored reply are
-   that reply.
+   previous reply again, a value the user never gave, nothing of what the user told about
+   what they ask: ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times, the
+   first greedily with the messages asked about shown again last (:func:`focused`); then
+   the profile's ``unknown_reply`` ("I don't know.") is the reply. A model call whose
+   text is not the reply is marked so (``Discard``: its streamed tokens are taken back),
+   and an ``unknown_reply`` is given by a note step whose tokens carry it (``Say``): the
+   tokens of the step that produced the stored reply are that reply.
 4. **Store.** The reply is stored once (a service); then, when enough history slid out of
    the window, the oldest of it is folded into the rolling summary (a ``model_call`` step
    named ``summarize``).
@@ -36,6 +37,7 @@
 Every step is a request to the runner (``agents.actions``), which records it.
 """
 
+from dataclasses import replace
 from typing import Any
 
 from agents.actions import Discard, ModelCall, Note, Say, Steps
@@ -45,10 +47,11 @@ from agents.kinds import agent
 from agents.models import Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
-from conversations.borrowing import borrowed
+from conversations.borrowing import asks_to_recall, borrowed, told_about
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
+from conversations.frame import EARLIER_HEADER
 from conversations.models import Message, Role
 from conversations.selectors import conversation_get, messages_of_job
 from core.exceptions import DomainError
@@ -59,6 +62,12 @@ BORROWED_RETRIES = 2
 UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
 # Why a reply step's text was not kept (its step's ``output.discarded``).
 DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
+# The messages closest in meaning to the new one, by their vectors: what it may ask about
+# (``borrowing.told_about``) when it shares no word with them.
+SIMILAR_MESSAGES = 2
+SIMILAR_FLOOR = 0.35
+# The user's messages a retry shows again just before the new one, at most.
+FOCUS_MESSAGES = 2
 
 
 def _result(conversation_id: str, reply: Message) -> dict[str, Any]:
@@ -95,12 +104,48 @@ def first_context(job: Job) -> Steps:
     return (yield from turn.prepare(offer_tools=True))
 
 
+def similar_seqs(turn: ChatTurn, context: Context) -> set[int]:
+    """The seqs of the context's messages closest in meaning to the new one (see
+    ``SIMILAR_*``), from the stored vectors; none without them."""
+    seqs = [item.seq for item in (*context.recent, *context.retrieved)]
+    try:
+        found = vectors.vectors_of(
+            conversation_id=turn.job.conversation_id, seqs=[*seqs, turn.message.seq]
+        )
+    except embeddings.EmbeddingUnavailable:
+        return set()
+    own = found.pop(turn.message.seq, None)
+    if own is None:
+        return set()
+    scored = sorted(((float(own @ vector), seq) for seq, vector in found.items()), reverse=True)
+    return {seq for score, seq in scored[:SIMILAR_MESSAGES] if score >= SIMILAR_FLOOR}
+
+
+def focused(turn: ChatTurn, context: Context) -> Context:
+    """The context of a retry after a borrowed reply to a question of what was said: the
+    user's messages it asks about shown again last before it, under the earlier history's
+    header (a small model answers from what it read last), while they fit the budget."""
+    if not asks_to_recall(context):
+        return context
+    shown = {item.seq for item in context.retrieved}
+    about = [
+        item
+        for item in told_about(context, similar_seqs(turn, context))
+        if item.role == Role.USER and item.seq not in shown
+    ][-FOCUS_MESSAGES:]
+    extra = sum(item.cost(numbered=True) for item in about)
+    extra += 0 if context.retrieved else tokens.estimate(EARLIER_HEADER) + 2
+    if not about or context.used + extra > context.budget:
+        return context
+    return replace(context, retrieved=[*context.retrieved, *about], used=context.used + extra)
+
+
 def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Steps:
     """The reply to store: ``text``; or, when it borrows from the prompt rather than
     answering (``conversations.borrowing``), None to ask again, or the profile's
     ``unknown_reply`` once ``BORROWED_RETRIES`` retries are spent or on the last allowed
     call. A note says what was borrowed."""
-    found = borrowed(text, context, turn.profile.system_prompt)
+    found = borrowed(text, context, turn.profile.system_prompt, similar_seqs(turn, context))
     if found is None:
         return text
     turn.borrowed += 1
@@ -120,7 +165,7 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
 def answer(turn: ChatTurn) -> Steps:
     """The model's reply to the turn, cleaned: ``(context, reply)`` (see the module)."""
     profile, max_steps = turn.profile, turn.profile.max_steps
-    retry = False
+    retry: str | None = None  # why this call asks again: "sample", or "focus" (see below)
     for round_number in range(1, max_steps + 1):
         # Only the tools the prompt lists (``context.tools``) may run: a base model gets no
         # tool list, so a tool call in its answer is an echo of the conversation.
@@ -131,8 +176,11 @@ def answer(turn: ChatTurn) -> Steps:
             if round_number == 1
             else turn.build(round_number=round_number, offer_tools=listed, why="tool")
         )
-        # Greedy decoding would give the same unusable answer again: a retry samples.
-        options = RETRY_OPTIONS if retry else None
+        shown = focused(turn, context) if turn.borrowed else context
+        # Greedy decoding would give the same unusable answer again: a retry samples, but
+        # for the first after a borrowed reply when its prompt shows what is asked about.
+        fresh, context = retry == "focus" and shown is not context, shown
+        options = RETRY_OPTIONS if retry and not fresh else None
         text = yield render.model_call(profile, context, name=REPLY_STEP, options=options)
         parsed = parse_answer(text)
         if parsed.kind == "tool":
@@ -142,7 +190,7 @@ def answer(turn: ChatTurn) -> Steps:
             continue
         if parsed.kind == "tool" and (offer or profile.is_transcript):
             yield Note("unusable_answer", {"problem": NOT_OFFERED, "tool": parsed.tool})
-            retry = True
+            retry = "sample"
             continue
         if parsed.kind == "tool":
             raise AgentFailure("The model asked for a tool on its last allowed call.")
@@ -154,12 +202,12 @@ def answer(turn: ChatTurn) -> Steps:
             reply = yield from _checked(turn, context, cleaned.text, last=last)
             if reply is not None:
                 return context, reply
-            retry = True
+            retry = "focus" if turn.borrowed == 1 else "sample"
             continue
         problem = "Nothing was left of the answer once cleaned." if text.strip() else None
         yield Discard(DISCARDED_UNUSABLE)
         yield Note("unusable_answer", {"problem": problem or "The answer was empty."})
-        retry = True
+        retry = "sample"
     raise AgentFailure(f"The model gave no usable answer within {max_steps} model calls.")
 
 

@@ -27,6 +27,8 @@ from conversations.models import Role
 
 # Where a base model starts a turn that is not its own.
 TRANSCRIPT_STOPS = ("\nUser:", "\nAssistant:")
+# Where a base model starts a line of the retrieved messages (``history.retrieved_lines``).
+RETRIEVED_LINE_STOP = "\n#"
 
 
 def _append(messages: list[dict[str, str]], role: str, content: str) -> None:
@@ -95,11 +97,14 @@ def single_message(prompt: str) -> list[dict[str, str]]:
     return [{"role": Role.USER, "content": prompt}]
 
 
-def transcript_stops(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` with stops that end a transcript reply at the end of its turn."""
+def transcript_stops(options: dict[str, Any], *, retrieved: bool = False) -> dict[str, Any]:
+    """``options`` with stops that end a transcript reply at the end of its turn; with
+    ``retrieved`` messages shown (lines that start with their number, ``#12 User: ...``),
+    also where the model starts another such line."""
     stop = options.get("stop", [])
     stops = [stop] if isinstance(stop, str) else list(stop)
-    stops += [s for s in TRANSCRIPT_STOPS if s not in stops]
+    ends = (*TRANSCRIPT_STOPS, RETRIEVED_LINE_STOP) if retrieved else TRANSCRIPT_STOPS
+    stops += [s for s in ends if s not in stops]
     return {**options, "stop": stops}
 
 
@@ -109,7 +114,8 @@ def model_call(
     """The model call for this context in the profile's prompt style; ``options`` go over
     the profile's (and a transcript's stops)."""
     if profile.is_transcript:
-        options = {**transcript_stops(profile.options), **(options or {})}
+        stopped = transcript_stops(profile.options, retrieved=bool(context.retrieved))
+        options = {**stopped, **(options or {})}
         return ModelCall(name=name, prompt=transcript(context), options=options, cleaned=True)
     return ModelCall(
         name=name, messages=chat_messages(context), options=dict(options or {}), cleaned=True

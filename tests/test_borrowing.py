@@ -2,10 +2,18 @@
 a value the user never gave) are asked again with sampling, then replaced by the profile's
 "I don't know", whatever the prompt style; against the loopback runtime."""
 
+import json
+
 import pytest
 
 from agents.models import AgentProfile, Step
-from conversations.borrowing import asks_about_the_user, borrowed, example_facts
+from conversations.borrowing import (
+    asks_about_the_user,
+    asks_to_recall,
+    borrowed,
+    example_facts,
+    told_about,
+)
 from conversations.context import Context, Item
 from tests.test_prompt_styles import chat, chat_profile, reply  # noqa: F401
 
@@ -26,6 +34,12 @@ def sampled(body: dict) -> bool:
 
 def scripted(greedy: str, retry: str):
     return lambda prompt, body: retry if sampled(body) else greedy
+
+
+def focused(body: dict) -> bool:
+    """Whether a generate call shows messages again under the earlier history's header."""
+    shown = json.dumps(body)
+    return "Earlier in the conversation:" in shown or "Messages found in the earlier" in shown
 
 
 def notes(job, name: str) -> list[dict]:
@@ -106,6 +120,45 @@ def test_an_answer_about_the_user_that_names_only_what_they_never_said_borrows()
     assert borrowed("Sunny days in May are lovely.", weather, "") is None
 
 
+def test_an_answer_to_what_the_user_told_that_uses_nothing_of_it_is_ungrounded():
+    code = context("What is my locker code?", "My locker code is 4821.", "Good to know.")
+    assert borrowed("I have a code for your locker.", code, "").problem == "ungrounded"
+    assert borrowed("I'm sorry, I don't have a locker code.", code, "").problem == "ungrounded"
+    assert borrowed("It is 4821.", code, "") is None
+    assert borrowed("I don't know.", code, "") is None
+    food = context("What am I allergic to?", "I am allergic to shellfish.", "Noted.")
+    assert borrowed("You are allergic to nuts.", food, "").problem == "ungrounded"
+    assert borrowed("Shellfish.", food, "") is None
+
+
+def test_what_a_question_asks_about_is_found_by_its_words_or_by_meaning():
+    told = context("Which artist do I admire most?", "My favourite painter is Vermeer.", "Ok.")
+    assert told_about(told) == []
+    assert [item.seq for item in told_about(told, similar={1})] == [1]
+    assert borrowed("You admire art.", told, "") is None  # nothing found: not judged
+    assert borrowed("You admire art.", told, "", similar={1}).problem == "ungrounded"
+    assert borrowed("You admire Vermeer.", told, "", similar={1}) is None
+
+
+@pytest.mark.parametrize(
+    ("message", "recall"),
+    [
+        ("What is my locker code?", True),
+        ("In which city do I live?", True),
+        ("When does my bus leave?", True),
+        ("When does the bus leave?", False),  # not of the user's own
+        ("Do I have a dog?", False),  # a yes or a no
+        ("What should I cook for my dinner?", False),  # advice
+        ("What is the capital of France?", False),  # never spoken of
+        ("How are you?", False),
+        ("My dog is called Pixel.", False),
+    ],
+)
+def test_a_question_asks_to_recall_what_the_user_or_the_conversation_told(message, recall):
+    history = ("The bus leaves at noon.", "Good to know.", "I was born in France.", "Nice.")
+    assert asks_to_recall(context(message, *history)) is recall
+
+
 @pytest.mark.parametrize(
     ("message", "about_the_user"),
     [
@@ -152,11 +205,14 @@ def test_a_reply_that_contradicts_the_user_is_asked_again(chat, runtime, style):
     profile = styled(style)
     runtime.script = lambda prompt, body: "Nice."
     chat("My favourite colour is teal.", profile=profile)
-    runtime.script = scripted("I like blue.", "You like teal best.")
+    runtime.reset()
+    runtime.script = lambda prompt, body: "You like teal best." if focused(body) else "I like blue."
     job = chat("Which hue do I like best?", profile=profile)
     assert reply(job) == "You like teal best."
     [note] = notes(job, "reply_borrowed")
     assert (note["kind"], note["words"]) == ("unsupported", ["blue"])
+    # Asked again greedily, the user's message shown again just before the question.
+    assert temperatures(runtime) == [0, 0]
 
 
 @pytest.mark.parametrize("style", ["transcript", "chat"])
@@ -171,7 +227,8 @@ def test_a_reply_that_keeps_borrowing_becomes_the_profiles_unknown_reply(chat, r
     assert reply(job) == "Sorry, I cannot say."
     assert len(notes(job, "reply_borrowed")) == 3  # the first answer and two retries
     assert notes(job, "reply_replaced") == [{"reply": "Sorry, I cannot say."}]
-    assert temperatures(runtime) == [0, 0.7, 0.7]
+    # The first retry shows the colour message again (greedy), the second samples.
+    assert temperatures(runtime) == [0, 0, 0.7]
 
 
 def test_the_unknown_reply_says_i_dont_know_by_default():
