@@ -33,9 +33,10 @@ _WORD_RUN = re.compile(rf"\b{_WORD}(?:(?:\s+|-){_WORD})*\b")
 # An operand: a number, the previous value, or a parenthesised expression made earlier.
 _OPERAND = rf"(?:\d+(?:\.\d+)?|{PREVIOUS}|\([^()]*\))"
 _N = f"({_OPERAND})"
-_LIST = rf"({_OPERAND}(?:\s*,\s*{_OPERAND})*\s*,?\s*and\s+{_OPERAND})"
+_LIST = rf"({_OPERAND}(?:\s*(?:,|\band\b)\s*{_OPERAND})*\s*,?\s*and\s+{_OPERAND})"
 _PCT = r"\s*(?:%|percent|per cent)"
 _UP, _DOWN = r"(?:increase|raise)", r"(?:decrease|reduce|lower)"
+_TAKE = r"(?:subtract|take(?: away| off)?|deduct|remove)"
 _FRACTIONS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "tenth": 10}
 _FRACTION = "(" + "|".join(_FRACTIONS) + ")"
 _REFERENCE = re.compile(
@@ -56,7 +57,9 @@ _PHRASES: list[tuple[str, str]] = [
     (rf"{_N}\s+{_FRACTION}s\s+of\s+(?:a\s+)?{_N}", "({1} * {3} / {2})"),
     (rf"\b(?:double|twice)\s+(?:of\s+)?{_N}", "(2 * {1})"),
     (rf"\b(?:triple|thrice)\s+{_N}", "(3 * {1})"),
+    (rf"\bquadruple\s+{_N}", "(4 * {1})"),
     (rf"\bhalve\s+{_N}", "({1} / 2)"),
+    (rf"\b(?:cut|split|divide)\s+{_N}\s+in\s+half\b", "({1} / 2)"),
     (rf"\b(?:the\s+)?square root of\s+{_N}", "({1} ** 0.5)"),
     (rf"\b(?:the\s+)?square of\s+{_N}", "({1} ** 2)"),
     (rf"\b(?:the\s+)?cube of\s+{_N}", "({1} ** 3)"),
@@ -65,7 +68,7 @@ _PHRASES: list[tuple[str, str]] = [
     (rf"{_N}\s+squared\b", "({1} ** 2)"),
     (rf"{_N}\s+cubed\b", "({1} ** 3)"),
     (rf"\badd\s+{_N}\s+to\s+{_N}", "({2} + {1})"),
-    (rf"\b(?:subtract|take(?: away)?|deduct)\s+{_N}\s+(?:away\s+)?from\s+{_N}", "({2} - {1})"),
+    (rf"\b{_TAKE}\s+{_N}\s+(?:away\s+|off\s+)?from\s+{_N}", "({2} - {1})"),
     (rf"\bmultiply\s+{_N}\s+(?:by|and|with|times)\s+{_N}", "({1} * {2})"),
     (rf"\bdivide\s+{_N}\s+by\s+{_N}", "({1} / {2})"),
     (rf"\b(?:the\s+)?difference between\s+{_N}\s+and\s+{_N}", "({1} - {2})"),
@@ -93,34 +96,36 @@ _SYMBOLS = {"\u00d7": "*", "\u00b7": "*", "\u00f7": "/", "\u2212": "-", "^": "**
 # A later step that names no operand for the value it works on ("then multiply by 3").
 _ON_PREVIOUS = [
     (rf"^(?:multiply|times)\s+(?:by\s+)?{_N}", f"({PREVIOUS} * {{1}})"),
-    (rf"^divide\s+by\s+{_N}", f"({PREVIOUS} / {{1}})"),
+    (rf"^(?:divide|divided)\s+by\s+{_N}", f"({PREVIOUS} / {{1}})"),
+    (rf"^multiplied\s+by\s+{_N}", f"({PREVIOUS} * {{1}})"),
     (rf"^(?:add|plus)\s+{_N}", f"({PREVIOUS} + {{1}})"),
     (rf"^(?:subtract|minus|take away|deduct)\s+{_N}", f"({PREVIOUS} - {{1}})"),
     (rf"^{_UP}\s+by\s+{_N}{_PCT}", f"({PREVIOUS} * (100 + {{1}}) / 100)"),
     (rf"^{_DOWN}\s+by\s+{_N}{_PCT}", f"({PREVIOUS} * (100 - {{1}}) / 100)"),
     (rf"^{_UP}\s+by\s+{_N}", f"({PREVIOUS} + {{1}})"),
     (rf"^{_DOWN}\s+by\s+{_N}", f"({PREVIOUS} - {{1}})"),
-    (r"^(?:double|twice)$", f"(2 * {PREVIOUS})"),
-    (r"^(?:triple)$", f"(3 * {PREVIOUS})"),
-    (r"^(?:halve|take half|half)$", f"({PREVIOUS} / 2)"),
-    (r"^square$", f"({PREVIOUS} ** 2)"),
-    (r"^cube$", f"({PREVIOUS} ** 3)"),
+    (r"^(?:double|doubled|twice)$", f"(2 * {PREVIOUS})"),
+    (r"^(?:triple|tripled)$", f"(3 * {PREVIOUS})"),
+    (r"^(?:halve|halved|take half|half)$", f"({PREVIOUS} / 2)"),
+    (r"^(?:square|squared)$", f"({PREVIOUS} ** 2)"),
+    (r"^(?:cube|cubed)$", f"({PREVIOUS} ** 3)"),
 ]
 # Where a task goes on to its next step.
 _STEP_BREAK = re.compile(
     r"\s*(?:[,;]\s*)?\b(?:and\s+)?(?:then|after that|finally)\b[,:]?\s*"
     r"|\s*;\s*|\.\s+(?=[a-z])"
     r"|\s*,\s*(?:and\s+)?(?=(?:multiply|divide|add|subtract|double|halve|triple|square|"
-    r"cube|take|deduct|increase|decrease|reduce|raise|lower)\b)"
+    r"cube|take|deduct|increase|decrease|reduce|raise|lower|plus|minus|times|divided by|"
+    r"multiplied by)\b)"
 )
 # Words that ask for the result and say nothing about it.
 _FILLER = re.compile(
-    r"\b(?:what(?:'s| is| are| do you get| does| would)?|how much(?: is| are| does)?|"
+    r"\b(?:what(?:'s| is| are| do you get| does| would)?|how (?:much|many)(?: is| are| does)?|"
     r"please|calculate|compute|work out|figure out|find|evaluate|tell me|give me|"
     r"the (?:answer|result|value)(?: of| to)?|solve|can you|could you|you|get|if|"
-    r"start(?: with)?|begin(?: with)?|take|equals?|make|is|are|come to|of|by|the|and|"
+    r"(?:start|begin)(?: with| at| from)?|take|equals?|make|is|are|come to|of|by|the|and|"
     r"result|answer|exactly|quickly|for me|i|want|to know|know|now|then|numbers?)\b"
-    r"|[?!.:,=]"
+    r"|[?!:,=]|\.(?!\d)"
 )
 _ARITHMETIC = re.compile(r"^[\d.()+\-*/%\sP]+$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -247,7 +252,7 @@ def plan(task: str) -> Plan | None:
     """The task's arithmetic as calculator steps (see the module); None when there is none
     the reader understands."""
     text = _normalise(task)
-    clauses = [c.strip(" ,.") for c in _STEP_BREAK.split(text) if c and c.strip(" ,.")]
+    clauses = [c.strip(" ,.?!") for c in _STEP_BREAK.split(text) if c and c.strip(" ,.?!")]
     steps: list[str] = []
     for index, clause in enumerate(clauses):
         step = _step(clause, first=index == 0)
@@ -269,6 +274,12 @@ def _merge_numbers(steps: list[str]) -> list[str]:
             step = step.replace(PREVIOUS, merged.pop())
         merged.append(step)
     return merged
+
+
+def numbers_in(text: str) -> list[str]:
+    """The numbers of a text as the reader sees them: number words read as numbers,
+    "1,000" as 1000."""
+    return _NUMBER.findall(_normalise(text))
 
 
 def arithmetic_expression(task: str) -> str | None:

@@ -6,7 +6,11 @@
    per calculator expression. A task that is nothing but that arithmetic is answered with
    the result, without a model call (``answered_by: "calculator"``, ``verified: true``);
    a step the calculator refuses ends it with an answer that says so.
-2. **Otherwise the model.** Each round is one model call. An answer that asks for a tool
+2. **Word problems.** A task that asks for a quantity around numbers the reader could not
+   read ("A box holds 6 eggs. How many eggs are in 7 boxes?") has the model write the
+   calculation as one expression, which the calculator works out when it uses only the
+   task's numbers (``agents.word_problems``); labelled as the model's reading, unchecked.
+3. **Otherwise the model.** Each round is one model call. An answer that asks for a tool
    runs it as a step (when the prompt listed the tools) and feeds the result into the next
    prompt; an empty or unusable answer is asked again with sampling (``RETRY_OPTIONS``,
    since greedy decoding repeats itself); after ``profile.max_steps`` model calls without
@@ -34,6 +38,13 @@ from agents.kinds import agent
 from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from agents.tools import enabled_tools
+from agents.word_problems import (
+    READING_STOPS,
+    READING_TOKENS,
+    expression_of,
+    is_word_problem,
+    reading_prompt,
+)
 
 ANSWER_CUE = "Answer:"
 # A base model's answer to a task ends where it would start another block.
@@ -113,6 +124,36 @@ def work_out(job: Job) -> Steps:
     return {**steps[-1], "steps": steps}, found.pure
 
 
+def read_word_problem(job: Job) -> Steps:
+    """A word problem's answer, its calculation read by the model and worked out by the
+    calculator (``agents.word_problems``), labelled as not checked; None when the task is
+    not one, the model wrote no usable expression, or the calculator refused it."""
+    profile = job.profile
+    if not profile.is_transcript or "calculator" not in profile.tools:
+        return None  # an instruction-tuned model asks for the calculator itself
+    if not is_word_problem(job.task):
+        return None
+    options = {"stop": READING_STOPS, "num_predict": READING_TOKENS}
+    text = yield ModelCall(name="read_arithmetic", prompt=reading_prompt(job.task), options=options)
+    expression = expression_of(job.task, text)
+    if expression is None:
+        yield Note("reading_dropped", {"answer": text[:200]})
+        return None
+    outcome = yield ToolCall("calculator", {"expression": expression}, profile.tools)
+    if "error" in outcome:
+        return None
+    value = outcome["result"]["value"]
+    return {
+        "text": format_value(value),
+        "answered_by": "model",
+        "verified": False,
+        "model": profile.model,
+        "calculation": {"expression": expression, "value": value, "read_by": "model"},
+        "note": f"The model read the task as {expression}; the calculator worked it out. "
+        "The reading is not checked.",
+    }
+
+
 def _calculator_answer(calculation: dict[str, Any]) -> dict[str, Any]:
     if "error" in calculation:
         text = f"I cannot work this out: {calculation['error']}"
@@ -159,6 +200,9 @@ def run_task(job: Job, token: str) -> Steps:
     calculation, pure = yield from work_out(job)
     if calculation is not None and pure:
         return _calculator_answer(calculation)
+    read = None if calculation is not None else (yield from read_word_problem(job))
+    if read is not None:
+        return read
     profile = job.profile
     transcript: list[Turn] = []
     max_steps = profile.max_steps

@@ -272,6 +272,39 @@ def test_a_task_the_agent_cannot_check_is_labelled_as_the_models_answer(key, run
     assert job.final_result["verified"] is False
 
 
+def reading(expression: str, answer: str):
+    """A model that writes ``expression`` when asked for a calculation, else ``answer``."""
+    return lambda prompt, body: expression if prompt.endswith("Expression:") else answer
+
+
+def test_a_word_problem_is_read_by_the_model_and_worked_out_by_the_calculator(key, runtime):
+    runtime.script = reading(" 6 * 7", " Lots of eggs.")
+    job = make_job(key, task="A box holds 6 eggs. How many eggs are in 7 boxes?")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert [(s.kind, s.name) for s in job.steps.all()] == [
+        ("model_call", "read_arithmetic"),
+        ("tool_call", "calculator"),
+    ]
+    [prompt] = runtime.prompts()
+    assert prompt.endswith("Task: A box holds 6 eggs. How many eggs are in 7 boxes?\nExpression:")
+    result = job.final_result
+    assert (result["text"], result["answered_by"], result["verified"]) == ("42", "model", False)
+    assert result["calculation"] == {"expression": "6 * 7", "value": 42, "read_by": "model"}
+
+
+@pytest.mark.parametrize("expression", [" 6 * 8", " 42", " six times seven", " 6 * 7 * 7"])
+def test_a_reading_with_numbers_the_task_does_not_have_goes_to_the_model(key, runtime, expression):
+    runtime.script = reading(expression, " Lots of eggs.")
+    job = make_job(key, task="A box holds 6 eggs. How many eggs are in 7 boxes?")
+    assert tasks.run_job(job.pk) == JobStatus.FINISHED
+    job.refresh_from_db()
+    assert not job.steps.filter(kind="tool_call").exists()
+    assert job.steps.filter(kind="note", name="reading_dropped").exists()
+    assert job.final_result["text"] == "Lots of eggs."
+    assert (job.final_result["answered_by"], job.final_result["verified"]) == ("model", False)
+
+
 def test_a_task_prompt_starts_with_the_task_prompt_not_the_chats_example(key, runtime):
     runtime.script = lambda prompt, body: " Leaves fall."
     job = make_job(key, task="Write a haiku about autumn.")

@@ -85,6 +85,13 @@ def test_a_transcript_reply_loses_a_later_line_in_someone_elses_name(raw, clean)
         ("What is 15% of 80?", "15 * 80 / 100"),
         ("What is half of 3 dozen?", "(3 * 12) / 2"),
         ("What is the average of 4, 8 and 12?", "(4 + 8 + 12) / 3"),
+        ("What is 2.5 times 4?", "2.5 * 4"),  # a decimal point is not a full stop
+        ("What is the square root of 81?", "81 ** 0.5"),
+        ("Cut 80 in half.", "80 / 2"),
+        ("Remove 15 from 60.", "60 - 15"),
+        ("Add 6 and 9 and 12.", "6 + 9 + 12"),
+        ("Quadruple 12.", "4 * 12"),
+        ("How many is half a dozen plus 4?", "(12 / 2) + 4"),
         ("Write a haiku about autumn.", None),
         ("List 3 fruits and 2 vegetables.", None),
     ],
@@ -100,6 +107,10 @@ def test_the_arithmetic_of_a_task_is_found(task, expression):
         ("Start with 10, add 5, then double it.", ["10 + 5", "2 * P"]),
         ("Subtract 8 from 50 and then divide the result by 2.", ["50 - 8", "P / 2"]),
         ("Take 10% of 250, then add 5 to it.", ["10 * 250 / 100", "P + 5"]),
+        ("What is 81 divided by 9, plus 1?", ["81 / 9", "P + 1"]),
+        ("What is 19 plus 23, divided by 2?", ["19 + 23", "P / 2"]),
+        ("What is four times 12, then halved?", ["4 * 12", "P / 2"]),
+        ("Start at 100, then subtract 25.", ["100 - 25"]),
     ],
 )
 def test_a_task_in_several_steps_is_read_as_calculator_steps(task, steps):
