@@ -29,7 +29,7 @@ SIMILARITY_MARGIN = 0.12
 TEXT_SIMILARITY_FLOOR = 0.3
 BACKGROUND_RANK = 10
 # A best match by meaning this much above every other message is kept below the floor.
-STANDOUT = 0.07
+STANDOUT = 0.03
 TEXT_SHARE = 0.5
 
 Row = dict[str, Any]
