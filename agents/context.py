@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -189,7 +189,7 @@ class JobContext:
                     job_id=self.job.pk,
                     should_stop=self._should_stop_waiting,
                     messages=messages,
-                    on_delta=tokens if reply is None else lambda delta: tokens(reply.feed(delta)),
+                    on_delta=tokens if reply is None else self._cleaned(reply, tokens),
                 )
             except runtime.GenerationCancelled:
                 raise _stopped() from None
@@ -206,6 +206,23 @@ class JobContext:
             if result.tokens_estimated:
                 out["tokens_estimated"] = True
             return text
+
+    @staticmethod
+    def _cleaned(reply: ReplyStream, tokens: events.TokenEvents) -> Callable[[str], None]:
+        """The deltas of a reply cleaned as it flows: the cleaning (which reads the whole
+        text so far) runs when the tokens may be written, at most once per their interval,
+        not once per delta."""
+        last = [-tokens.interval]
+
+        def take(delta: str) -> None:
+            reply.add(delta)
+            now = time.monotonic()
+            if now - last[0] >= tokens.interval:
+                last[0] = now
+                tokens(reply.take())
+                tokens.flush()  # at most once per interval, as the takes
+
+        return take
 
     def call_tool(
         self, name: str, arguments: dict[str, Any], *, enabled: list[str]

@@ -76,7 +76,16 @@ class ReplyStream:
 
     def feed(self, delta: str) -> str:
         """Takes a raw delta; returns the text that may be shown now (possibly empty)."""
+        self.add(delta)
+        return self.take()
+
+    def add(self, delta: str) -> None:
+        """Takes a raw delta without deciding anything yet (:meth:`take` does, once for
+        all the deltas added since: the cleaning reads the whole text each time)."""
         self.raw += delta
+
+    def take(self) -> str:
+        """The text that may be shown now and was not yet (possibly empty)."""
         safe = self._safe()
         if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
             return ""

@@ -271,3 +271,44 @@ def test_the_streamed_reply_is_the_stored_one_and_a_discarded_attempt_is_marked(
     assert job[-1][1]["final_result"]["message"]["content"] == kept
     names = {d["index"]: d["name"] for kind, d in job if kind == "step"}
     assert names[producing[0]] == ("reply_replaced" if discarded == 3 else "reply")
+
+
+def test_clients_that_open_a_conversation_stream_and_leave_leave_no_watch_or_task(
+    asgi_server, make_key, runtime
+):
+    import asyncio
+
+    from agents import eventbus
+    from conversations import services
+    from tests.factories import wait_for
+
+    key, api_key = make_key(scopes=("agent",))
+    conversation = services.conversation_get_or_create(
+        owner_id=key.owner_id, profile=default_profile(), **SCOPE
+    )
+    services.messages_import(conversation=conversation, messages=[("user", "Hello.")])
+    host, port = asgi_server
+    url = f"http://{host}:{port}/agent/conversation/{conversation.pk}/events"
+    headers = {"Authorization": f"Bearer {api_key}", "Last-Event-ID": "0"}
+
+    def connect_and_leave() -> None:
+        with (
+            httpx.Client(timeout=30) as client,
+            connect_sse(client, "GET", url, headers=headers) as sse,
+        ):
+            assert json.loads(next(sse.iter_sse()).data)["content"] == "Hello."
+
+    def bus_state() -> tuple[int, int, int]:
+        loop, hub = next(iter(eventbus._hubs.items()))
+
+        async def count() -> int:
+            return len(asyncio.all_tasks())
+
+        tasks = asyncio.run_coroutine_threadsafe(count(), loop).result(timeout=10)
+        return sum(len(w) for w in hub.watches.values()), len(hub.tasks), tasks
+
+    connect_and_leave()
+    idle = wait_for(lambda: (s := bus_state())[:2] == (0, 0) and s, what="the bus to stop")
+    for _ in range(500):
+        connect_and_leave()
+    wait_for(lambda: bus_state() == idle, what="the streams and the bus to be gone")
