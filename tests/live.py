@@ -194,3 +194,19 @@ def wait_for_other_sessions_to_end(timeout: float = 10) -> None:
             if cursor.fetchone()[0] == 0:
                 return
         time.sleep(0.05)
+
+
+def bus_state() -> tuple[int, int, int]:
+    """Of the event bus of the ASGI server running in this process (the ``asgi_server``
+    fixture): its streams' watches, its own tasks, and every task of its event loop."""
+    import asyncio
+
+    from agents import eventbus
+
+    loop, hub = next(iter(eventbus._hubs.items()))
+
+    async def count() -> int:
+        return len(asyncio.all_tasks())
+
+    tasks = asyncio.run_coroutine_threadsafe(count(), loop).result(timeout=10)
+    return sum(len(w) for w in hub.watches.values()), len(hub.tasks), tasks

@@ -276,11 +276,9 @@ def test_the_streamed_reply_is_the_stored_one_and_a_discarded_attempt_is_marked(
 def test_clients_that_open_a_conversation_stream_and_leave_leave_no_watch_or_task(
     asgi_server, make_key, runtime
 ):
-    import asyncio
-
-    from agents import eventbus
     from conversations import services
     from tests.factories import wait_for
+    from tests.live import bus_state
 
     key, api_key = make_key(scopes=("agent",))
     conversation = services.conversation_get_or_create(
@@ -297,15 +295,6 @@ def test_clients_that_open_a_conversation_stream_and_leave_leave_no_watch_or_tas
             connect_sse(client, "GET", url, headers=headers) as sse,
         ):
             assert json.loads(next(sse.iter_sse()).data)["content"] == "Hello."
-
-    def bus_state() -> tuple[int, int, int]:
-        loop, hub = next(iter(eventbus._hubs.items()))
-
-        async def count() -> int:
-            return len(asyncio.all_tasks())
-
-        tasks = asyncio.run_coroutine_threadsafe(count(), loop).result(timeout=10)
-        return sum(len(w) for w in hub.watches.values()), len(hub.tasks), tasks
 
     connect_and_leave()
     idle = wait_for(lambda: (s := bus_state())[:2] == (0, 0) and s, what="the bus to stop")

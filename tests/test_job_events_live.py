@@ -3,7 +3,6 @@
 with Last-Event-ID, cancel, Redis restarting, a SIGKILLed worker, and clients that come
 and go. On the suite's database (SQLite's poll, PostgreSQL's NOTIFY) and with Redis."""
 
-import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from agents import eventbus
 from agents.models import Job, JobStatus
 from config import short_route
 from tests.factories import default_profile, wait_for
-from tests.live import request
+from tests.live import bus_state, request
 from tests.runtime_server import Reply, RuntimeServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -209,15 +208,6 @@ def test_clients_that_connect_and_go_away_leave_no_watch_task_or_thread(
     def connect_and_leave() -> None:
         first = next(stream(f"http://{host}:{port}", api_key, started))
         assert first[0] == 1
-
-    def bus_state() -> tuple[int, int, int]:
-        loop, hub = next(iter(eventbus._hubs.items()))
-
-        async def count() -> int:
-            return len(asyncio.all_tasks())
-
-        tasks = asyncio.run_coroutine_threadsafe(count(), loop).result(timeout=10)
-        return sum(len(w) for w in hub.watches.values()), len(hub.tasks), tasks
 
     def threads() -> tuple[int, dict[str, int]]:
         """Threads outside the server's bounded pools, and those in each pool."""
