@@ -14,20 +14,17 @@ A database restart, a failover or ``pg_terminate_backend`` cuts every connection
 - Cut at a commit: the outcome is unknown; :func:`run_again_if_dropped_at_commit` settles
   it for the services that start work.
 - Out of reach: :func:`is_database_unavailable` makes it a 503 (``core.errors``).
-
-And :func:`asynchronous_commit`, for writes that need not wait for the disk.
 """
 
-import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
+from django.db import InterfaceError, OperationalError, connections
 from django.db.backends.signals import connection_created
 
 logger = logging.getLogger(__name__)
@@ -217,21 +214,3 @@ def is_database_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, InterfaceError):  # a connection already closed
         return True
     return is_connection_loss(exc)
-
-
-@contextlib.contextmanager
-def asynchronous_commit(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
-    """The writes of the block in a transaction of their own whose commit, on PostgreSQL,
-    does not wait for the disk flush (``SET LOCAL synchronous_commit``): a crash of the
-    database server, not of this process, may lose its last fraction of a second of them
-    (3 x ``wal_writer_delay`` at most), which is SQLite's everyday durability here (WAL with
-    ``synchronous=NORMAL``). Inside a transaction already, the block's writes simply commit
-    with it: the setting would last until its end and cover its other writes."""
-    connection = connections[using]
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic(using=using):
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        yield

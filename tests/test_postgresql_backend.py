@@ -25,7 +25,7 @@ from django.db.backends.postgresql.base import DatabaseWrapper
 
 from agents.models import Job
 from core import db
-from gateway import services
+from gateway import rows, services
 from gateway.dbthread import in_thread
 from gateway.models import UsageRecord
 
@@ -139,12 +139,8 @@ def test_a_key_read_on_a_dropped_connection_reconnects_and_succeeds(make_key):
 def test_a_usage_write_on_a_dropped_connection_reconnects_and_is_written_once(make_key):
     api_key, _ = make_key()
     drop_the_connection()
-
-    def write() -> None:
-        with db.asynchronous_commit():
-            UsageRecord.objects.create(api_key=api_key, model="m", status=200, elapsed=0.1)
-
-    db.run_again_if_dropped(write)
+    usage = UsageRecord(api_key=api_key, model="m", status=200, elapsed=0.1)
+    db.run_again_if_dropped(rows.insert, usage)
     assert UsageRecord.objects.filter(api_key=api_key).count() == 1
 
 
