@@ -149,6 +149,27 @@ TUNING_PAIRS = [
     ("My cousin lives in Quebec.", "Where does my cousin live?", "Quebec"),
     ("My seat number is 31B.", "What is my seat number?", "31B"),
 ]
+# Tuning pairs in the held-out set's manner (asked in other words, some without "my"),
+# written to find the kinds of wrong answers left; never figures.
+PARAPHRASED_TUNING_PAIRS = [
+    ("My goldfish is named Comet.", "What did I call my fish?", "Comet"),
+    ("I grew up on a farm near Lyon.", "Near which city was I raised?", "Lyon"),
+    ("My favourite poet is Neruda.", "Whose poems do I like most?", "Neruda"),
+    ("I left my umbrella at the cinema.", "Where did I forget my umbrella?", "cinema"),
+    ("My brother-in-law is called Tariq.", "Who is my brother-in-law?", "Tariq"),
+    ("The electrician will come on Tuesday.", "When is the electrician coming?", "Tuesday"),
+    ("My bicycle lock code is 3917.", "What number opens my bike lock?", "3917"),
+    ("I drink my coffee with oat milk.", "What milk do I take in coffee?", "oat"),
+    ("My aunt Greta lives in Bergen.", "Where does Greta live?", "Bergen"),
+    ("My favourite season is winter.", "Which time of year do I like best?", "winter"),
+    ("I play the cello in an orchestra.", "What instrument do I play?", "cello"),
+    ("My flat is on the fourth floor.", "Which floor do I live on?", "fourth"),
+    ("Our dog sleeps in the laundry room.", "Where does our dog sleep?", "laundry"),
+    ("My boss prefers green tea.", "What does my boss like to drink?", "tea"),
+    ("I was a pilot before I retired.", "What was my job before retiring?", "pilot"),
+    ("The library closes at 8 tonight.", "What time does the library close?", "8"),
+]
+ALL_TUNING_PAIRS = EARLIER_PAIRS + TUNING_PAIRS + PARAPHRASED_TUNING_PAIRS
 FILLERS = [
     "Let me tell you about my morning. I woke up early, made some coffee, read the news "
     "for a while, watered the plants on the balcony, answered a few emails about the "
@@ -608,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
-            chosen = CHAT_PAIRS if args.pair_set == "held-out" else EARLIER_PAIRS + TUNING_PAIRS
+            chosen = CHAT_PAIRS if args.pair_set == "held-out" else ALL_TUNING_PAIRS
             pairs = chosen[args.skip_pairs :][: args.pairs]
             print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
             figures = run_pairs(
