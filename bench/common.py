@@ -884,3 +884,161 @@ TERMINATE_EVERY_CONNECTION = (
     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
     "WHERE datname = current_database() AND pid <> pg_backend_pid()"
 )
+
+
+# --- A client of the agent API, and a fixture process beside the service ---------------------
+
+
+class AgentClient:
+    """The agent API on one keep-alive connection."""
+
+    def __init__(self, base_url: str, key: str) -> None:
+        host, port = base_url.removeprefix("http://").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=300)
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[dict, int]:
+        """The answer's JSON and its size in bytes; anything but 200 raises."""
+        payload = None if body is None else json.dumps(body)
+        self.conn.request(method, path, payload, self.headers)
+        response = self.conn.getresponse()
+        raw = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{method} {path} answered {response.status}: {raw[:300]!r}")
+        return json.loads(raw)["data"], len(raw)
+
+    def chat(
+        self, scope_id: str, prompt: str, profile: str, *, scope_type: str = "ctx",
+        timeout: float = 600,
+    ) -> dict:  # fmt: skip
+        """Starts a chat and waits for its job to end; the job as GET /agent/job/{id} shows it
+        (with its ``job_id``)."""
+        body = {"source": "bench", "scope_type": scope_type, "scope_id": scope_id}
+        body |= {"prompt": prompt, "profile": profile}
+        job_id = self.call("POST", "/agent/chat", body)[0]["job_id"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job, _ = self.call("GET", f"/agent/job/{job_id}")
+            if job["status"] == "finished":
+                return {"job_id": job_id, **job}
+            if job["status"] in ("failed", "cancelled"):
+                raise RuntimeError(f"chat job {job_id} {job['status']}: {job.get('error')}")
+            time.sleep(0.02)
+        raise TimeoutError(f"chat job {job_id} did not end within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def agent_service(env: dict[str, str], key: str) -> Iterator[AgentClient]:
+    """The production server of ``env``'s tree and a qcluster; yields a client for ``key``."""
+    with gunicorn(env, None) as server, qcluster(env):
+        yield AgentClient(server.url, key)
+
+
+def _at_ms(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp).timestamp() * 1000
+
+
+def first_context(job: dict) -> tuple[float, dict]:
+    """The ms from the first ``context`` step's start to the first model call's start, and
+    the output of the last ``context`` step before that call."""
+    steps = job["steps"]
+    call = next(i for i, step in enumerate(steps) if step["kind"] == "model_call")
+    contexts = [step for step in steps[:call] if step["kind"] == "context"]
+    return _at_ms(steps[call]["started_at"]) - _at_ms(contexts[0]["started_at"]), contexts[-1][
+        "output"
+    ]
+
+
+def before_first_call(job: dict) -> dict[str, float]:
+    """Of a chat job's steps before its first model call: ``retrieval``, the ms of its
+    ``search_history`` and ``read_history`` tool calls, and ``load``, the ms from the job's
+    start to its first ``context`` step (the turn's load and its question's embedding)."""
+    steps = job["steps"]
+    call = next(i for i, step in enumerate(steps) if step["kind"] == "model_call")
+    tools = [s for s in steps[:call] if s["name"] in ("search_history", "read_history")]
+    context = next(step for step in steps if step["kind"] == "context")
+    return {
+        "retrieval": sum((step["elapsed"] or 0.0) * 1000 for step in tools),
+        "load": _at_ms(context["started_at"]) - _at_ms(job["started_at"]),
+    }
+
+
+def prompt_text(request) -> str:
+    """All the text a generate call sent (a loopback runtime's recorded request, or a
+    ``model_call`` step's input): its prompt, or its chat messages."""
+    body = (request if isinstance(request, dict) else request.body) or {}
+    if "messages" in body:
+        return "\n".join(str(message.get("content", "")) for message in body["messages"])
+    return str(body.get("prompt", ""))
+
+
+def first_prompt(runtime, sent: int) -> str:
+    """The text of the first generate call a loopback runtime (tests/runtime_server.py)
+    received after its ``sent`` first requests."""
+    from tests.runtime_server import GENERATE_PATHS
+
+    return prompt_text(next(r for r in runtime.requests[sent:] if r.path in GENERATE_PATHS))
+
+
+class Fixture:
+    """A process of the bench's own (``command``, Django set up on the service's database)
+    that prepares what no HTTP endpoint does (filling conversations through the public
+    services) and answers requests one JSON line at a time (``fixture_serve``): ``ready``
+    is its first answer."""
+
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path = PROJECT_DIR) -> None:
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
+        self.process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.errors, text=True,
+        )  # fmt: skip
+        self.ready = self._answer()
+
+    def _answer(self) -> dict:
+        for line in self.process.stdout:
+            if line.startswith("RESULT "):
+                return json.loads(line.removeprefix("RESULT "))
+        self.errors.seek(0)
+        raise RuntimeError(f"the fixture process ended:\n{self.errors.read()[-5000:].decode()}")
+
+    def call(self, operation: str, **arguments: object) -> dict:
+        self.process.stdin.write(json.dumps({"op": operation, **arguments}) + "\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def __enter__(self) -> Fixture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.stdin.close()
+        _stop(self.process)
+        self.errors.close()
+
+
+def fixture_serve(ready: object, operations: dict) -> None:
+    """The fixture process's side: ``ready``, then ``operations[op](**arguments)`` for each
+    request line, until its standard input ends."""
+    print("RESULT " + json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        print("RESULT " + json.dumps(operations[request.pop("op")](**request)), flush=True)
+
+
+def result_of(command: list[str], env: dict[str, str], cwd: Path, timeout: float = 3600) -> dict:
+    """Runs ``command``; the JSON of its ``RESULT`` line."""
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"{command[1:3]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def delete_job_messages(job_id: str) -> dict:
+    """In a fixture process: deletes a chat job's question and reply, so that they do not
+    become history (no service deletes messages)."""
+    from conversations.models import Message
+
+    return {"deleted": Message.objects.filter(job_id=job_id).delete()[0]}

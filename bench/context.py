@@ -30,16 +30,13 @@ profile saved by the setup step: no service creates profiles (the admin does).
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -48,15 +45,18 @@ from bench.common import (
     DATABASES,
     MODEL,
     PROJECT_DIR,
+    AgentClient,
+    agent_service,
     create_api_key,
-    gunicorn,
+    first_context,
+    first_prompt,
     manage,
     python,
-    qcluster,
+    result_of,
     service_env,
     table,
 )
-from tests.runtime_server import GENERATE_PATHS, RuntimeServer
+from tests.runtime_server import RuntimeServer
 
 SIZES = "100,10000,100000"
 NEEDLE_CONVERSATIONS = 4
@@ -187,61 +187,7 @@ def fill_conversations(key: str, sizes: list[int], needle_conversations: int) ->
 # --- The client ------------------------------------------------------------------------------
 
 
-class Client:
-    """The agent API on one keep-alive connection."""
-
-    def __init__(self, base_url: str, key: str) -> None:
-        host, port = base_url.removeprefix("http://").split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
-        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-
-    def call(self, method: str, path: str, body: dict | None = None) -> tuple[dict, int]:
-        """The answer's JSON and its size in bytes; anything but 200 raises."""
-        payload = None if body is None else json.dumps(body)
-        self.conn.request(method, path, payload, self.headers)
-        response = self.conn.getresponse()
-        raw = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"{method} {path} answered {response.status}: {raw[:300]!r}")
-        return json.loads(raw)["data"], len(raw)
-
-    def chat(self, scope_id: str, prompt: str, profile: str, timeout: float = 120) -> dict:
-        """Starts a chat and waits for its job to end; the job as GET /agent/job/{id} shows it."""
-        body = {"source": "bench", "scope_type": "ctx", "scope_id": scope_id, "prompt": prompt}
-        job_id = self.call("POST", "/agent/chat", {**body, "profile": profile})[0]["job_id"]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            job, _ = self.call("GET", f"/agent/job/{job_id}")
-            if job["status"] == "finished":
-                return job
-            if job["status"] in ("failed", "cancelled"):
-                raise RuntimeError(f"chat job {job_id} {job['status']}: {job.get('error')}")
-            time.sleep(0.02)
-        raise TimeoutError(f"chat job {job_id} did not end within {timeout:.0f} s")
-
-
-def first_context(job: dict) -> tuple[float, dict]:
-    """The ms from the first ``context`` step's start to the first model call's start, and
-    the output of the last ``context`` step before that call."""
-    steps = job["steps"]
-    call = next(i for i, step in enumerate(steps) if step["kind"] == "model_call")
-    contexts = [step for step in steps[:call] if step["kind"] == "context"]
-
-    def at(step: dict) -> float:
-        return datetime.fromisoformat(step["started_at"]).timestamp() * 1000
-
-    return at(steps[call]) - at(contexts[0]), contexts[-1]["output"]
-
-
-def prompt_text(request) -> str:
-    """All the text a generate call sent: its prompt, or its chat messages."""
-    body = request.body or {}
-    if "messages" in body:
-        return "\n".join(str(message.get("content", "")) for message in body["messages"])
-    return str(body.get("prompt", ""))
-
-
-def measure(client: Client, runtime: RuntimeServer, setup: dict, repeat: int) -> dict:
+def measure(client: AgentClient, runtime: RuntimeServer, setup: dict, repeat: int) -> dict:
     rng = random.Random(20261126)
     sizes = list(setup["conversations"])
     result: dict = {"build": {}}
@@ -266,9 +212,8 @@ def measure(client: Client, runtime: RuntimeServer, setup: dict, repeat: int) ->
         for text, question in needles["facts"]:
             sent = len(runtime.requests)
             _, context = first_context(client.chat(needles["scope_id"], question, "needle"))
-            calls = [r for r in runtime.requests[sent:] if r.path in GENERATE_PATHS]
             total += 1
-            found += text in prompt_text(calls[0])
+            found += text in first_prompt(runtime, sent)
             max_used = max(max_used, context["used_tokens"])
             over_budget += context["used_tokens"] > context["budget"]
     result["recall"] = {
@@ -280,7 +225,7 @@ def measure(client: Client, runtime: RuntimeServer, setup: dict, repeat: int) ->
     return result
 
 
-def time_get(client: Client, path: str, repeat: int) -> tuple[float, float, int]:
+def time_get(client: AgentClient, path: str, repeat: int) -> tuple[float, float, int]:
     """Median and worst of ``repeat`` GETs (after two warm-ups) and the messages answered."""
     timings, size = [], 0
     for n in range(repeat + 2):
@@ -300,15 +245,8 @@ def run_database(name: str, args: argparse.Namespace) -> dict:
         key = create_api_key(env, name="bench", scopes="agent")
         command = [python(), str(Path(__file__).resolve()), "--setup", key, "--sizes", args.sizes]
         command += ["--needle-conversations", str(args.needle_conversations)]
-        done = subprocess.run(
-            command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=3600
-        )
-        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if done.returncode != 0 or line is None:
-            raise RuntimeError(f"the {name} setup failed:\n{done.stdout}\n{done.stderr}")
-        setup = json.loads(line.removeprefix("RESULT "))
-        with gunicorn(env, None) as server, qcluster(env):
-            client = Client(server.url, key)
+        setup = result_of(command, env, PROJECT_DIR)
+        with agent_service(env, key) as client:
             result = measure(client, runtime, setup, args.repeat)
             filled = setup["conversations"]
             shown = str(NEEDLE_SIZE) if str(NEEDLE_SIZE) in filled else max(filled, key=int)

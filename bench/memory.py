@@ -3,32 +3,39 @@ prompt, found by its words or by its meaning, and what does one turn's retrieval
 
     .venv/bin/python bench/memory.py [--only sqlite|postgres] [--repeat N] [--base REV]
 
-For each database (a migrated SQLite temp file; a throwaway PostgreSQL database):
+For each database (a migrated SQLite temp file; a throwaway PostgreSQL database) the
+service runs as in production (deploy/gunicorn.conf.py and a qcluster) in front of a
+loopback runtime (tests/runtime_server.py) that answers at once and records what it was
+sent. A fixture process of the bench's own fills the conversations through the public
+service ``messages_import`` and stores their vectors; chats are started over HTTP
+(``POST /agent/chat``) and read back (``GET /agent/job/{id}``).
 
 * **Recall.** Conversations of 100, 1,000 and 10,000 messages of varied length (one-word
   answers, chat lines, paragraphs, and pastes of 800-1,700 tokens, near the default
   profile's 2,048-token window), with the facts of ``bench/memory_facts.py`` told at
   random depths. Each fact is asked about twice as a new chat, once with a question
   that shares words with it and once with a paraphrase that shares none. The score is
-  the share of questions whose fact is in the prompt the agent builds before its first
-  model call (the default profile's budget; no model is called), with the search in
-  text-only mode (``EMBEDDING_BACKEND=none``) and hybrid (the local embedder), side by
-  side. Targets, hybrid, at every depth: >= 0.98 with shared words, >= 0.90 for
-  paraphrases.
-* **Cost.** One turn's retrieval (the agent's ``search_history`` in hybrid mode plus
-  its ``read_history``, the question's vector already made and stored, as the chat job
-  does when it starts) in conversations of 1,000, 10,000 and 100,000 messages, text
-  only beside it, embedding the question apart, and the whole preparation of a turn
-  (context, retrieval, context again); median and p90 of N. Questions are kept, so the
-  history grows by one message a turn, as a real one does. The first of the turns (not
-  in the medians) is also shown apart: the process reads the conversation's vectors then.
-  "common words": a hybrid search for questions whose words are in a large share of the
-  messages (the full-text ranking ranks every match), reported, without a target.
+  the share of questions whose fact is in the prompt the runtime received at the chat's
+  first model call (the default profile's budget), with the service run text-only
+  (``EMBEDDING_BACKEND=none``) and hybrid (the local embedder), side by side; each
+  question and its reply are deleted after it (they do not become history). Targets,
+  hybrid, at every depth: >= 0.98 with shared words, >= 0.90 for paraphrases.
+* **Cost.** One turn's retrieval in conversations of 1,000, 10,000 and 100,000 messages,
+  from the chat job's steps: its ``search_history`` and ``read_history`` tool calls in
+  hybrid mode (the question's vector made and stored by the job before them), text only
+  beside it (the service run text-only, after the hybrid turns, questions not kept),
+  "embed question": the job's start to its first ``context`` step (the turn's load and the
+  question's embedding), and the whole preparation of a turn (first ``context`` step to
+  the first model call); median and p90 of N. The hybrid questions are kept, so the
+  history grows by a question and a reply a turn, as a real one does. The first of the
+  turns (not in the medians) is also shown apart: the worker reads the conversation's
+  vectors then. "common words": the retrieval of chats whose words are in a large share
+  of the messages (the full-text ranking ranks every match), reported, without a target.
   Targets: retrieval p50 <= 50 ms at 10,000 and <= 500 ms at 100,000 messages.
 
-With ``--base REV`` an earlier commit runs the same worker (from a temporary git worktree,
-on a database of its own) just before the working tree, database by database, and the
-p50s are printed side by side.
+With ``--base REV`` an earlier commit serves (from a temporary git worktree, on a database
+of its own) just before the working tree, database by database, and the p50s are printed
+side by side; the fixture runs this tree's code against it.
 
 Vectors are made by the local embedder once per distinct text (the conversations reuse
 a pool of generated messages) and stored as the worker stores them.
@@ -53,9 +60,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import DATABASES, PROJECT_DIR, manage, python, service_env, table
+from bench.common import (
+    DATABASES,
+    MODEL,
+    PROJECT_DIR,
+    AgentClient,
+    Fixture,
+    agent_service,
+    before_first_call,
+    create_api_key,
+    delete_job_messages,
+    first_context,
+    first_prompt,
+    fixture_serve,
+    manage,
+    python,
+    service_env,
+    table,
+)
 from bench.context import NAMES, PLACES, TOPICS, filler
 from bench.memory_facts import FACTS
+from tests.runtime_server import RuntimeServer
 
 RECALL_DEPTHS = (100, 1_000, 10_000)
 COST_SIZES = (1_000, 10_000, 100_000)
@@ -127,23 +152,36 @@ def _stems(text: str) -> set[str]:
     return {_stem(word) for word in keywords(text)}
 
 
-# --- The worker: Django in this process, on the benchmark's database ----------------------------
+def check_facts() -> list[str]:
+    """Paraphrases that share a word stem with their fact (they would not test meaning)."""
+    bad = []
+    for fact, shared, paraphrase in FACTS:
+        if _stems(paraphrase) & _stems(fact):
+            bad.append(f"{paraphrase!r} shares {_stems(paraphrase) & _stems(fact)}")
+        if not _stems(shared) & _stems(fact):
+            bad.append(f"{shared!r} shares no word with its fact")
+    return bad
 
 
-class Worker:
-    def __init__(self, cache: Path) -> None:
-        import django
+# --- The fixture: Django in its own process, the conversations' public services ----------------
 
-        django.setup()
-        from agents.models import AgentProfile
-        from gateway.services import api_key_create
+
+class Setup:
+    """Fills the conversations the driver asks in (``messages_import``) and stores their
+    vectors, made once per distinct text (``conversations.vectors._store``: no public
+    service stores vectors made elsewhere; ``messages_embed`` would make them again)."""
+
+    def __init__(self, key: str, cache: Path) -> None:
+        from agents.selectors import profile_get
+        from gateway.services import api_key_authenticate
 
         self.rng = random.Random(20261123)
-        self.key, _ = api_key_create(name="bench", rate_limit_per_minute=0)
-        self.profile = AgentProfile.objects.get(name="default")
+        self.owner_id = api_key_authenticate(key).owner_id
+        self.profile = profile_get("default")
         self.pool = pool(self.rng)
         texts = self.pool + [f for f, _, _ in FACTS]
         self.vectors = self._embed_all(texts, cache)
+        self.questions = [q for _, shared, para in FACTS for q in (shared, para)]
 
     def _embed_all(self, texts: list[str], cache: Path) -> dict[str, object]:
         import numpy as np
@@ -159,13 +197,15 @@ class Worker:
             np.save(path, matrix)
         return dict(zip(texts, matrix, strict=True))
 
-    def fill(self, scope_id: str, size: int, planted: dict[int, str]) -> object:
+    def fill(self, scope_id: str, size: int, planted: dict[int, str]) -> str:
+        import numpy as np
+
         from conversations import services, vectors
         from conversations.models import Message
         from gateway import embeddings
 
         conversation = services.conversation_get_or_create(
-            owner_id=self.key.owner_id, source="bench", scope_type="memory",
+            owner_id=self.owner_id, source="bench", scope_type="memory",
             scope_id=scope_id, profile=self.profile,
         )  # fmt: skip
         for start in range(1, size + 1, 10_000):
@@ -182,188 +222,144 @@ class Worker:
                 "id", "conversation_id", "seq", "content"
             )
         )
-        import numpy as np
-
         for start in range(0, len(rows), 5000):
             part = rows[start : start + 5000]
             matrix = np.vstack([self.vectors[content] for *_, content in part])
             vectors._store([(a, b, c) for a, b, c, _ in part], matrix, embeddings.model_id())
-        return conversation
+        return scope_id
 
     def analyze(self) -> None:
         from django.db import connection
 
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql":  # what autovacuum does after a bulk load
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE conversations_message")
                 cursor.execute("ANALYZE conversations_messageembedding")
 
-    def start(self, conversation, question: str) -> tuple[object, object]:
-        """Starts a chat as the API does and claims its job: (job, its user message)."""
-        from agents import services as jobs
-        from conversations import services, tokens
-        from conversations.models import Role
-        from conversations.selectors import message_of_job
+    def recall_fill(self, depth: int) -> dict:
+        """A conversation of ``depth`` messages with facts told at random depths."""
+        count = min(len(FACTS), max(10, depth // 10))
+        chosen = self.rng.sample(FACTS, count)
+        seqs = self.rng.sample(range(1, depth - 1), count)
+        planted = {seq: fact for seq, (fact, _, _) in zip(seqs, chosen, strict=True)}
+        scope_id = self.fill(f"recall-{depth}", depth, planted)
+        self.analyze()
+        return {"scope_id": scope_id, "chosen": chosen}
 
-        _, job, _ = services.chat_start(
-            api_key=self.key, source="bench", scope_type="memory",
-            scope_id=conversation.scope_id, prompt=question,
-            prompt_tokens=tokens.estimate(question), profile=self.profile,
-        )  # fmt: skip
-        claimed = jobs.job_claim(job.pk, token="bench")
-        assert claimed is not None, "the chat job could not be claimed"
-        return claimed, message_of_job(claimed, Role.USER)
+    def cost_fill(self) -> dict:
+        filled = {size: self.fill(f"cost-{size}", size, {}) for size in COST_SIZES}
+        self.analyze()
+        return filled
 
-    def prepare_started(self, claimed, own, *, keep: bool) -> tuple[object, float]:
-        """Runs a started job up to its first model call and finishes it; unless ``keep``,
-        its question is deleted afterwards so that it does not become history."""
-        from agents import services as jobs
-        from agents.context import JobContext
-        from agents.runner import drive
-        from conversations.chat_agent import first_context
-        from conversations.models import Message
+    def question(self) -> str:
+        return self.rng.choice(self.questions)
 
-        started = time.perf_counter()
-        context = drive(JobContext(claimed, "bench"), first_context(claimed))
-        elapsed = time.perf_counter() - started
-        jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
-        if not keep:
-            Message.objects.filter(job=claimed).delete()
-        return context, elapsed
 
-    def prepare(self, conversation, question: str) -> tuple[object, float]:
-        """A new chat's prompt, the question not kept."""
-        return self.prepare_started(*self.start(conversation, question), keep=False)
+def setup_main(key: str, cache: Path) -> None:
+    import django
 
-    def recall(self) -> dict:
-        from django.conf import settings
+    django.setup()
+    from conversations.search import backend
 
-        from conversations.render import transcript
+    setup = Setup(key, cache)
+    operations = {
+        "recall_fill": setup.recall_fill, "cost_fill": setup.cost_fill,
+        "question": setup.question, "forget": delete_job_messages,
+    }  # fmt: skip
+    fixture_serve({"search": backend(), "bad_facts": check_facts()}, operations)
 
-        result = {}
-        for depth in RECALL_DEPTHS:
-            count = min(len(FACTS), max(10, depth // 10))
-            chosen = self.rng.sample(FACTS, count)
-            seqs = self.rng.sample(range(1, depth - 1), count)
-            planted = {seq: fact for seq, (fact, _, _) in zip(seqs, chosen, strict=True)}
-            conversation = self.fill(f"recall-{depth}", depth, planted)
-            self.analyze()
-            scores = {}
-            for backend, label in (("none", "text"), ("local", "hybrid")):
-                settings.EMBEDDING_BACKEND = backend
+
+# --- The driver: a client of the service ---------------------------------------------------------
+
+
+def ask(client: AgentClient, runtime: RuntimeServer, scope_id: str, question: str) -> tuple:
+    """A new chat's job and the prompt of its first model call."""
+    sent = len(runtime.requests)
+    job = client.chat(scope_id, question, "default", scope_type="memory")
+    return job, first_prompt(runtime, sent)
+
+
+def recall(fixture: Fixture, env: dict, key: str, runtime: RuntimeServer) -> dict:
+    """The share of questions whose fact reached the prompt, the service run text-only and
+    hybrid; the questions are not kept."""
+    result = {}
+    for depth in RECALL_DEPTHS:
+        filled = fixture.call("recall_fill", depth=depth)
+        chosen, scores = filled["chosen"], {}
+        for backend, label in (("none", "text"), ("local", "hybrid")):
+            with agent_service({**env, "EMBEDDING_BACKEND": backend}, key) as client:
                 for kind, index in (("shared", 1), ("paraphrase", 2)):
                     found = 0
                     for entry in chosen:
-                        context, _ = self.prepare(conversation, entry[index])
-                        found += entry[0] in transcript(context)
-                    scores[f"{kind}_{label}"] = found / count
-            settings.EMBEDDING_BACKEND = "local"
-            result[depth] = {"questions": count, **scores}
-        return result
+                        job, prompt = ask(client, runtime, filled["scope_id"], entry[index])
+                        fixture.call("forget", job_id=job["job_id"])
+                        found += entry[0] in prompt
+                    scores[f"{kind}_{label}"] = found / len(chosen)
+        result[depth] = {"questions": len(chosen), **scores}
+    return result
 
-    def cost(self, repeat: int) -> dict:
-        from conversations import selectors, vectors
-        from conversations.retrieval import find_messages
-        from gateway import embeddings
 
-        result = {}
-        conversations = {size: self.fill(f"cost-{size}", size, {}) for size in COST_SIZES}
-        self.analyze()
-        questions = [q for _, shared, para in FACTS for q in (shared, para)]
-        timings: dict[int, dict[str, list[float]]] = {
-            size: {"hybrid": [], "text": [], "prepare": [], "embed": [], "common": []}
-            for size in COST_SIZES
-        }
+def _figures(measured: dict[str, list[float]]) -> dict:
+    return {
+        name: {"p50": statistics.median(values),
+               "p90": sorted(values)[int(0.9 * (len(values) - 1))]}
+        for name, values in measured.items()
+    }  # fmt: skip
+
+
+def cost(fixture: Fixture, env: dict, key: str, runtime: RuntimeServer, repeat: int) -> dict:
+    """One turn's cost from its job's steps: hybrid turns kept (the history grows by a
+    question a turn), common-words chats not kept; then the text-only turns, not kept, on
+    the service run text-only."""
+    filled = {int(size): scope for size, scope in fixture.call("cost_fill").items()}
+    timings = {size: {n: [] for n in ("hybrid", "text", "prepare", "embed", "common")}
+               for size in COST_SIZES}  # fmt: skip
+    with agent_service(env, key) as client:
         for n in range(repeat + 2):
             for size in COST_SIZES:  # sizes take turns: a noisy neighbour slows all alike
-                conversation = conversations[size]
-                question = self.rng.choice(questions)
-                claimed, own = self.start(conversation, question)
-                # The chat job embeds and stores its question when it starts (its search
-                # then finds the vector in the embedder's cache and the stored row as the
-                # one added since the last turn). Timed apart.
-                started = time.perf_counter()
-                embeddings.forget()
-                vectors.messages_embed(message_ids=[own.pk])
+                job, _ = ask(client, runtime, filled[size], fixture.call("question"))
+                steps = before_first_call(job)
                 if n >= 2:
-                    timings[size]["embed"].append((time.perf_counter() - started) * 1000)
-                for mode in ("hybrid", "text"):
-                    started = time.perf_counter()
-                    found = find_messages(
-                        conversation_id=conversation.pk, query=question, limit=10,
-                        before_seq=own.seq, mode=mode,
-                    )  # fmt: skip
-                    if found.rows:
-                        selectors.messages_before(
-                            conversation_id=conversation.pk,
-                            before_seq=found.rows[0]["seq"] + 2,
-                            limit=3,
-                        )
-                    elapsed = (time.perf_counter() - started) * 1000
-                    if n >= 2:
-                        timings[size][mode].append(elapsed)
-                    elif n == 0 and mode == "hybrid":
-                        timings[size]["first"] = [elapsed]
+                    timings[size]["hybrid"].append(steps["retrieval"])
+                    timings[size]["embed"].append(steps["load"])
+                    timings[size]["prepare"].append(first_context(job)[0])
+                elif n == 0:
+                    timings[size]["first"] = [steps["retrieval"]]
                 common = COMMON_QUESTIONS[n % len(COMMON_QUESTIONS)]
-                embeddings.embed_query(common)
-                started = time.perf_counter()
-                find_messages(
-                    conversation_id=conversation.pk, query=common, limit=10, before_seq=own.seq
-                )
+                job, _ = ask(client, runtime, filled[size], common)
+                fixture.call("forget", job_id=job["job_id"])
                 if n >= 2:
-                    timings[size]["common"].append((time.perf_counter() - started) * 1000)
-                # Kept: the history grows by a question a turn, as a real one does.
-                _, elapsed = self.prepare_started(claimed, own, keep=True)
+                    timings[size]["common"].append(before_first_call(job)["retrieval"])
+    with agent_service({**env, "EMBEDDING_BACKEND": "none"}, key) as client:
+        for n in range(repeat + 2):
+            for size in COST_SIZES:
+                job, _ = ask(client, runtime, filled[size], fixture.call("question"))
+                fixture.call("forget", job_id=job["job_id"])
                 if n >= 2:
-                    timings[size]["prepare"].append(elapsed * 1000)
-        for size, measured in timings.items():
-            result[size] = {
-                name: {
-                    "p50": statistics.median(values),
-                    "p90": sorted(values)[int(0.9 * (len(values) - 1))],
-                }
-                for name, values in measured.items()
-            }
-        return result
-
-
-def worker_main(repeat: int, cache: Path) -> dict:
-    worker = Worker(cache)  # sets Django up
-    from conversations.search import backend
-
-    return {"search": backend(), "recall": worker.recall(), "cost": worker.cost(repeat)}
-
-
-# --- The driver ----------------------------------------------------------------------------
-
-
-def check_facts() -> list[str]:
-    """Paraphrases that share a word stem with their fact (they would not test meaning)."""
-    bad = []
-    for fact, shared, paraphrase in FACTS:
-        if _stems(paraphrase) & _stems(fact):
-            bad.append(f"{paraphrase!r} shares {_stems(paraphrase) & _stems(fact)}")
-        if not _stems(shared) & _stems(fact):
-            bad.append(f"{shared!r} shares no word with its fact")
-    return bad
+                    timings[size]["text"].append(before_first_call(job)["retrieval"])
+    return {size: _figures(measured) for size, measured in timings.items()}
 
 
 def run_database(name: str, repeat: int, cache: Path, tree: Path = PROJECT_DIR) -> dict:
-    """The worker's figures on a new database of its own, run from checkout ``tree``."""
-    with DATABASES[name]() as url:
-        env = service_env(
-            url, runtime_url="http://127.0.0.1:9", tree=tree, EMBEDDING_BACKEND="local"
-        )
+    """The figures on a new database of its own, the service run from checkout ``tree``
+    (the fixture runs this tree's code)."""
+    with DATABASES[name]() as url, RuntimeServer(models=(MODEL,)) as runtime:
+        # One worker process: the chats run one at a time.
+        env = service_env(url, runtime_url=runtime.url, tree=tree, AGENT_MODEL=MODEL,
+                          Q_WORKERS=1, EMBEDDING_BACKEND="local")  # fmt: skip
+        # No tokenizer: the service counts with its heuristic, as with no runtime at all.
+        runtime.tokenizer = False
         manage(env, "migrate")
-        done = subprocess.run(
-            [python(), str(tree / "bench" / "memory.py"), "--worker", "--repeat", str(repeat),
-             "--cache", str(cache)],
-            cwd=tree, env=env, capture_output=True, text=True, timeout=5400,
-        )  # fmt: skip
-        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if done.returncode != 0 or line is None:
-            raise RuntimeError(f"the {name} worker failed:\n{done.stdout}\n{done.stderr}")
-        return json.loads(line.removeprefix("RESULT "))
+        key = create_api_key(env, name="bench", scopes="agent")
+        command = [python(), str(Path(__file__).resolve()), "--setup", key, "--cache", str(cache)]
+        with Fixture(command, {**env, "PYTHONPATH": str(PROJECT_DIR)}) as fixture:
+            if fixture.ready["bad_facts"]:
+                raise RuntimeError("Facts that do not test what they should:\n"
+                                   + "\n".join(fixture.ready["bad_facts"]))  # fmt: skip
+            result = {"search": fixture.ready["search"]}
+            result["recall"] = recall(fixture, env, key, runtime)
+            result["cost"] = cost(fixture, env, key, runtime, repeat)
+    return json.loads(json.dumps(result))  # keys as the report reads them
 
 
 def report(name: str, result: dict) -> bool:
@@ -472,22 +468,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base", help="also run an earlier commit (any git revision), database by database"
     )
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--setup", metavar="KEY", help=argparse.SUPPRESS)
     parser.add_argument(
         "--cache", type=Path, help="keep the computed vectors in this folder for the next run"
     )
     args = parser.parse_args(argv)
-    if args.worker:
-        print("RESULT " + json.dumps(worker_main(args.repeat, args.cache)), flush=True)
+    if args.setup:
+        setup_main(args.setup, args.cache)
         return 0
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
-    bad = check_facts()
-    if bad:
-        print("Facts that do not test what they should:\n" + "\n".join(bad))
-        return 2
     print(f"bench/memory.py on {platform.node()}, {os.cpu_count()} CPUs, "
           f"{platform.python_version()}, {len(FACTS)} facts")  # fmt: skip
     ok = True

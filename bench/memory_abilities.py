@@ -8,8 +8,13 @@ one must win), abstention (asked about something never said), assistant-stated f
 Each case's messages are planted at random places in the older part of a conversation of
 200, 2,000 or 10,000 generated messages spread over 90 days (five cases a conversation,
 one per ability), far out of the recent window; then its question is asked as a new chat
-and the agent builds its prompt as the chat job does before its first model call (the
-default profile; search in hybrid mode with the local embedder, every message embedded).
+over HTTP (``POST /agent/chat``) of the service run as in production (gunicorn and a
+qcluster) in front of a loopback runtime (tests/runtime_server.py), and judged on the
+prompt that runtime received at the chat's first model call and the figures of the job's
+last ``context`` step before it (``GET /agent/job/{id}``); the question and its reply are
+then deleted (the default profile; search in hybrid mode with the local embedder, every
+message embedded). A fixture process of the bench's own fills the conversations through
+the public service ``messages_import``.
 
 Figures per ability and depth, the tuning half and the held-out half apart (only the
 held-out half counts: nothing is tuned on it):
@@ -28,11 +33,13 @@ hybrid mode (tuning: ``memory_cases.CATCH_UP_TUNING``; held-out:
 tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up) and
 ``MEMORY_BENCH_MODEL_DEPTH`` (default 200,2000) narrow a run.
 
-With ``--model`` (the ``local`` extra), the embedded model answers each held-out
-question at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``) from that prompt, and a reply
-is right when it contains one of the case's answers (abstention: says it does not know).
-With ``--base REV`` an earlier commit builds the same prompts (its own code, this file's
-cases) in the same run.
+With ``--model`` (the ``local`` extra), the service runs in front of the embedded model
+for the held-out questions at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``): the
+prompt is then read from the job's first ``model_call`` step (through
+``agents.selectors.job_get_for_owner``: the HTTP view cuts long texts), and the reply the
+chat stored is right when it contains one of the case's answers (abstention: says it does
+not know). With ``--base REV`` an earlier commit serves the same chats (its own code; this
+file's cases, filled by this tree's fixture) in the same run.
 """
 
 from __future__ import annotations
@@ -44,16 +51,13 @@ import importlib.util
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
 
 THIS_TREE = Path(__file__).resolve().parent.parent
-# The worker runs the code of the tree it is given (an earlier commit's), the cases of this file.
-sys.path.insert(0, os.environ.get("MEMORY_BENCH_TREE", str(THIS_TREE)))
-sys.path.insert(1, str(THIS_TREE))
+sys.path.insert(0, str(THIS_TREE))
 
 DEPTHS = tuple(int(d) for d in os.environ.get("MEMORY_BENCH_DEPTHS", "200,2000,10000").split(","))
 # Which halves run (e.g. "tuning" while choosing values: the held-out half is not looked at).
@@ -78,30 +82,27 @@ def _cases():
     return module
 
 
-# --- The worker: Django in this process, on the benchmark's database --------------------------
+# --- The fixture: Django in its own process, the conversations' public services -------------
 
 
-class Worker:
-    def __init__(self, cache: Path, model: bool) -> None:
-        import django
+class Setup:
+    """Fills the conversations the driver asks in (``messages_import``), dates their messages
+    over ``SPAN`` (no service does: by the model) and stores their vectors, made once per
+    distinct text (``conversations.vectors._store``: no public service stores vectors made
+    elsewhere)."""
 
-        django.setup()
-        from agents.models import AgentProfile
+    def __init__(self, key: str, cache: Path) -> None:
+        from agents.selectors import profile_get
         from bench.memory import pool
-        from gateway.services import api_key_create
+        from gateway.services import api_key_authenticate
 
         self.cases = _cases()
-        self.model = model
         self.rng = random.Random(20261125)
-        self.key, _ = api_key_create(name="bench", rate_limit_per_minute=0)
-        self.profile = AgentProfile.objects.get(name="default")
+        self.owner_id = api_key_authenticate(key).owner_id
+        self.profile = profile_get("default")
         self.pool = pool(self.rng)
         planted = [c for case in self.cases.TUNING + self.cases.HELD_OUT for _, c in case.planted]
-        self.facts = {
-            "tuning": self.cases.CATCH_UP_TUNING,
-            "held_out": self.cases.CATCH_UP_HELD_OUT,
-        }
-        facts = [f for half in self.facts.values() for f, _, _ in half]
+        facts = [f for half in catch_up_facts(self.cases).values() for f, _, _ in half]
         self.vectors = self._embed_all(self.pool + planted + facts, cache)
 
     def _embed_all(self, texts: list[str], cache: Path) -> dict:
@@ -127,7 +128,7 @@ class Worker:
         from gateway import embeddings
 
         conversation = services.conversation_get_or_create(
-            owner_id=self.key.owner_id, source="bench", scope_type="abilities",
+            owner_id=self.owner_id, source="bench", scope_type="abilities",
             scope_id=scope_id, profile=self.profile,
         )  # fmt: skip
         rows = [
@@ -146,14 +147,13 @@ class Worker:
             matrix = np.vstack([self.vectors[m.content] for m in part])
             keys = [(m.pk, m.conversation_id, m.seq) for m in part]
             vectors._store(keys, matrix, embeddings.model_id())
-        return conversation
+        return scope_id
 
-    def place(self, cases: list, size: int) -> tuple[dict[int, str], list[list[int]]]:
+    def place(self, cases: list, size: int) -> dict[int, str]:
         """Random seqs for each case's planted messages, in order, users' on odd seqs and
         an assistant's reply just after its lead-in."""
         taken: set[int] = set()
         planted: dict[int, str] = {}
-        where: list[list[int]] = []
         top = size - RECENT_MARGIN
         for case in cases:
             while True:
@@ -165,136 +165,191 @@ class Worker:
             planted.update(
                 {seq: content for seq, (_, content) in zip(seqs, case.planted, strict=True)}
             )
-            where.append(seqs)
-        return planted, where
+        return planted
 
-    def ask(self, conversation, question: str, *, answer: bool) -> tuple[object, str]:
-        """The prompt the agent builds for ``question`` (and the model's cleaned reply)."""
-        from agents import services as jobs
-        from agents.context import JobContext
-        from agents.replies import clean_reply
-        from agents.runner import drive
-        from conversations import render, services, tokens
-        from conversations.chat_agent import first_context
-        from conversations.models import Message
+    def group_fill(self, depth: int, half: str, number: int) -> str:
+        """The conversation of one group of cases (one per ability)."""
+        group = groups(self.cases, half)[number]
+        return self.fill(f"{half}-{depth}-{number}", depth, self.place(list(group), depth))
 
-        _, job, _ = services.chat_start(
-            api_key=self.key, source="bench", scope_type="abilities",
-            scope_id=conversation.scope_id, prompt=question,
-            prompt_tokens=tokens.estimate(question), profile=self.profile,
-        )  # fmt: skip
-        claimed = jobs.job_claim(job.pk, token="bench")
-        ctx = JobContext(claimed, "bench")
-        context = drive(ctx, first_context(claimed))
-        reply = ""
-        if answer:
-            text = ctx.perform(render.model_call(self.profile, context))
-            reply = clean_reply(text, transcript=self.profile.is_transcript).text
+    def catch_up_fill(self, half: str, state: str, embed_from: float) -> str:
+        facts = catch_up_facts(self.cases)[half]
+        seqs = self.rng.sample(range(1, CATCH_UP_DEPTH - RECENT_MARGIN, 2), len(facts))
+        planted = {seq: fact for seq, (fact, _, _) in zip(seqs, facts, strict=True)}
+        return self.fill(f"catch-up-{half}-{state}", CATCH_UP_DEPTH, planted, embed_from)
+
+
+def sent_prompt(job_id: str) -> str:
+    """The text of a chat job's first model call, untruncated (GET /agent/job/{id} cuts long
+    texts; ``agents.selectors.job_get_for_owner`` and its steps are the closest public read)."""
+    from agents.models import StepKind
+    from agents.selectors import job_get_for_owner
+    from bench.common import prompt_text
+
+    job = job_get_for_owner(job_id=job_id, owner_id=SETUP_OWNER[0])
+    step = job.steps.filter(kind=StepKind.MODEL_CALL).order_by("index").first()
+    return prompt_text(step.input)
+
+
+SETUP_OWNER: list[int] = []
+
+
+def setup_main(key: str, cache: Path) -> None:
+    import django
+
+    django.setup()
+    from bench.common import delete_job_messages, fixture_serve
+
+    setup = Setup(key, cache)
+    SETUP_OWNER.append(setup.owner_id)
+    operations = {
+        "group_fill": setup.group_fill, "catch_up_fill": setup.catch_up_fill,
+        "forget": delete_job_messages, "prompt": lambda job_id: {"text": sent_prompt(job_id)},
+    }  # fmt: skip
+    fixture_serve({}, operations)
+
+
+# --- The driver: a client of the service ---------------------------------------------------
+
+
+def groups(cases, half: str) -> list[tuple]:
+    """The half's cases in groups of one per ability."""
+    chosen = cases.TUNING if half == "tuning" else cases.HELD_OUT
+    by_ability = {a: [c for c in chosen if c.ability == a] for a in cases.ABILITIES}
+    return list(zip(*by_ability.values(), strict=True))
+
+
+def catch_up_facts(cases) -> dict[str, list]:
+    return {"tuning": cases.CATCH_UP_TUNING, "held_out": cases.CATCH_UP_HELD_OUT}
+
+
+class Asker:
+    """Chats over HTTP with the service (in front of ``runtime``, a loopback one, or the
+    embedded model's when ``runtime`` is None); reads what reached the prompt."""
+
+    def __init__(self, client, runtime, fixture) -> None:
+        self.client, self.runtime, self.fixture = client, runtime, fixture
+
+    def ask(self, scope_id: str, question: str) -> tuple[str, dict, str]:
+        """The prompt of the chat's first model call, its context's figures and the reply;
+        the question and reply are then deleted (they do not become history)."""
+        from bench.common import first_context, first_prompt
+
+        sent = len(self.runtime.requests) if self.runtime else 0
+        job = self.client.chat(scope_id, question, "default", scope_type="abilities")
+        if self.runtime is not None:
+            prompt = first_prompt(self.runtime, sent)
+        else:
+            prompt = self.fixture.call("prompt", job_id=job["job_id"])["text"]
         if os.environ.get("MEMORY_BENCH_DEBUG"):  # what the searches found, on stderr
-            from agents.models import Step
+            for step in job["steps"]:
+                if step["name"] == "search_history":
+                    result = (step["output"] or {}).get("result", {})
+                    found = [(m["seq"], m.get("similarity"), m["content"][:50])
+                             for m in result.get("messages", [])]  # fmt: skip
+                    print(question, step["input"], found, result.get("left_out", [])[:4],
+                          file=sys.stderr)  # fmt: skip
+        self.fixture.call("forget", job_id=job["job_id"])
+        reply = ((job.get("result") or {}).get("message") or {}).get("content", "")
+        return prompt, first_context(job)[1], reply
 
-            for step in Step.objects.filter(job=claimed, name="search_history"):
-                result = step.output.get("result", {})
-                found = [(m["seq"], m.get("similarity"), m["content"][:50])
-                         for m in result.get("messages", [])]  # fmt: skip
-                print(question, step.input, found, result.get("left_out", [])[:4], file=sys.stderr)
-        jobs.job_finish(claimed, token="bench", final_result={"benchmark": True})
-        Message.objects.filter(job=claimed).delete()
-        return context, reply
 
-    def judge(self, case, context) -> dict:
-        from conversations.render import transcript
+def judge(case, prompt: str, stats: dict) -> dict:
+    found = all(content in prompt for content in case.must_find)
+    result = {"found": found, "retrieved": stats["retrieved_messages"]}
+    if case.ability == "updates":
+        current = case.planted[-1][1]
+        line = next((ln for ln in prompt.splitlines() if current in ln), "")
+        stale = [prompt.rfind(c) for _, c in case.planted[:-1]]
+        last = found and all(at < prompt.rfind(current) for at in stale)
+        result["marked"] = last and "most recent" in line.lower()
+    if case.ability == "abstention":
+        small = stats["retrieved_tokens"] <= 0.05 * stats["budget"]
+        result["found"] = stats["retrieved_messages"] <= 2 and small
+        result["tokens"] = stats["retrieved_tokens"]
+    return result
 
-        prompt = transcript(context)
-        stats = context.stats()
-        found = all(content in prompt for content in case.must_find)
-        result = {"found": found, "retrieved": stats["retrieved_messages"]}
-        if case.ability == "updates":
-            current = case.planted[-1][1]
-            line = next((ln for ln in prompt.splitlines() if current in ln), "")
-            stale = [prompt.rfind(c) for _, c in case.planted[:-1]]
-            last = found and all(at < prompt.rfind(current) for at in stale)
-            result["marked"] = last and "most recent" in line.lower()
-        if case.ability == "abstention":
-            small = stats["retrieved_tokens"] <= 0.05 * stats["budget"]
-            result["found"] = stats["retrieved_messages"] <= 2 and small
-            result["tokens"] = stats["retrieved_tokens"]
-        return result
 
-    def abilities(self) -> dict:
-        out: dict = {}
-        for depth in DEPTHS:
-            for half, cases in (("tuning", self.cases.TUNING), ("held_out", self.cases.HELD_OUT)):
-                if half not in HALVES:
-                    continue
-                by_ability = {a: [c for c in cases if c.ability == a] for a in self.cases.ABILITIES}
-                groups = list(zip(*by_ability.values(), strict=True))
-                for number, group in enumerate(groups):
-                    planted, _ = self.place(list(group), depth)
-                    conversation = self.fill(f"{half}-{depth}-{number}", depth, planted)
+def abilities(fixture, service, model: bool) -> dict:
+    """``service(embedded)``: an Asker on the service in front of the loopback runtime or,
+    for the held-out questions the model answers, the embedded one."""
+    cases, out = _cases(), {}
+    for depth in DEPTHS:
+        for half in ("tuning", "held_out"):
+            if half not in HALVES:
+                continue
+            answer = model and half == "held_out" and depth in MODEL_DEPTHS
+            with service(answer) as asker:
+                for number, group in enumerate(groups(cases, half)):
+                    scope_id = fixture.call("group_fill", depth=depth, half=half, number=number)
                     for case in group:
-                        answer = self.model and half == "held_out" and depth in MODEL_DEPTHS
-                        context, reply = self.ask(conversation, case.question, answer=answer)
-                        result = self.judge(case, context)
+                        prompt, stats, reply = asker.ask(scope_id, case.question)
+                        result = judge(case, prompt, stats)
                         if answer:
                             result["reply"] = reply
                             result["right"] = any(a in reply.lower() for a in case.answers)
                         key = f"{depth}/{half}/{case.ability}"
                         out.setdefault(key, []).append({"question": case.question, **result})
-        return out
+    return out
 
-    def catch_up(self) -> dict:
-        from conversations.render import transcript
 
-        out = {}
-        for half, facts in self.facts.items():
-            if half not in HALVES:
-                continue
-            for state, embed_from in (("none embedded", 1.0), ("all embedded", 0.0)):
-                seqs = self.rng.sample(range(1, CATCH_UP_DEPTH - RECENT_MARGIN, 2), len(facts))
-                planted = {seq: fact for seq, (fact, _, _) in zip(seqs, facts, strict=True)}
-                conversation = self.fill(
-                    f"catch-up-{half}-{state}", CATCH_UP_DEPTH, planted, embed_from
-                )
+def catch_up(fixture, service) -> dict:
+    out = {}
+    for half, facts in catch_up_facts(_cases()).items():
+        if half not in HALVES:
+            continue
+        for state, embed_from in (("none embedded", 1.0), ("all embedded", 0.0)):
+            scope_id = fixture.call("catch_up_fill", half=half, state=state, embed_from=embed_from)
+            with service(False) as asker:
                 for kind, index in (("shared", 1), ("paraphrase", 2)):
-                    hits = sum(
-                        entry[0]
-                        in transcript(self.ask(conversation, entry[index], answer=False)[0])
-                        for entry in facts
-                    )
+                    hits = sum(entry[0] in asker.ask(scope_id, entry[index])[0] for entry in facts)
                     out[f"{half}/{state}/{kind}"] = hits / len(facts)
-        return out
-
-
-# --- The driver -------------------------------------------------------------------------------
+    return out
 
 
 def run_tree(tree: Path, database: str, cache: Path, runtime_url: str | None) -> dict:
-    from bench.common import DATABASES, manage, python, service_env
+    """The figures on a new database, the service run from ``tree`` (the fixture runs this
+    tree's code); with ``runtime_url`` (the embedded model's), the held-out questions at
+    ``MODEL_DEPTHS`` are answered by it."""
+    from bench.common import (
+        DATABASES,
+        Fixture,
+        agent_service,
+        create_api_key,
+        manage,
+        python,
+        service_env,
+    )
+    from scripts.embedded_runtime import MODEL_ALIAS
+    from tests.runtime_server import RuntimeServer
 
-    with DATABASES[database]() as url:
-        extra = {"EMBEDDING_BACKEND": "local", "MEMORY_BENCH_TREE": str(tree)}
-        for name in (
-            *("MEMORY_BENCH_DEPTHS", "MEMORY_BENCH_DEBUG", "MEMORY_BENCH_HALVES"),
-            *("MEMORY_BENCH_MODEL_DEPTH", "MEMORY_BENCH_PARTS"),
-        ):  # for trying things out
-            if name in os.environ:
-                extra[name] = os.environ[name]
-        if runtime_url:
-            extra |= {"MODEL_RUNTIME_API": "openai", "RUNTIME_READ_TIMEOUT": 240}
-        env = service_env(url, runtime_url=runtime_url or "http://127.0.0.1:9", tree=tree, **extra)
+    with DATABASES[database]() as url, RuntimeServer(models=(MODEL_ALIAS,)) as runtime:
+        # One worker process: the chats run one at a time. The scheduled catch-up embeds
+        # one message a minute at most: "none embedded" stays so while it is asked.
+        extra = {"EMBEDDING_BACKEND": "local", "AGENT_MODEL": MODEL_ALIAS, "Q_WORKERS": 1}
+        extra["EMBEDDING_CATCHUP_BATCH"] = 1
+        env = service_env(url, runtime_url=runtime.url, tree=tree, **extra)
+        # No tokenizer: the service counts with its heuristic, as with no runtime at all.
+        runtime.tokenizer = False
         manage(env, "migrate")
-        command = [python(), str(THIS_TREE / "bench" / "memory_abilities.py"), "--worker",
-                   "--cache", str(cache)] + (["--model"] if runtime_url else [])  # fmt: skip
-        done = subprocess.run(
-            command, cwd=tree, env=env, capture_output=True, text=True, timeout=7200
-        )
-        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if os.environ.get("MEMORY_BENCH_DEBUG"):
-            print(done.stderr, file=sys.stderr)
-        if done.returncode != 0 or line is None:
-            raise RuntimeError(f"the worker failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-        return json.loads(line.removeprefix("RESULT "))
+        key = create_api_key(env, name="bench", scopes="agent")
+        command = [python(), str(THIS_TREE / "bench" / "memory_abilities.py"), "--setup", key,
+                   "--cache", str(cache)]  # fmt: skip
+        embedded = {"MODEL_RUNTIME_URL": runtime_url, "MODEL_RUNTIME_API": "openai",
+                    "RUNTIME_READ_TIMEOUT": "240"}  # fmt: skip
+        with Fixture(command, {**env, "PYTHONPATH": str(THIS_TREE)}, THIS_TREE) as fixture:
+
+            @contextlib.contextmanager
+            def service(answer: bool):
+                with agent_service({**env, **(embedded if answer else {})}, key) as client:
+                    yield Asker(client, None if answer else runtime, fixture)
+
+            parts = {"abilities": {}, "catch_up": {}}
+            if "abilities" in PARTS:
+                parts["abilities"] = abilities(fixture, service, runtime_url is not None)
+            if "catch_up" in PARTS:
+                parts["catch_up"] = catch_up(fixture, service)
+            return parts
 
 
 def _share(rows: list[dict], field: str) -> str:
@@ -363,13 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base-only", action="store_true", help="run --base alone (another run has this tree)"
     )
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--setup", metavar="KEY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        worker = Worker(args.cache, args.model)
-        abilities = worker.abilities() if "abilities" in PARTS else {}
-        catch_up = worker.catch_up() if "catch_up" in PARTS else {}
-        print("RESULT " + json.dumps({"abilities": abilities, "catch_up": catch_up}))
+    if args.setup:
+        setup_main(args.setup, args.cache)
         return 0
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from bench.memory import base_checkout
