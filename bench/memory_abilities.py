@@ -250,7 +250,7 @@ class Asker:
                     print(question, step["input"], found, result.get("left_out", [])[:4],
                           file=sys.stderr)  # fmt: skip
         self.fixture.call("forget", job_id=job["job_id"])
-        reply = ((job.get("result") or {}).get("message") or {}).get("content", "")
+        reply = ((job.get("final_result") or {}).get("message") or {}).get("content", "")
         return prompt, first_context(job)[1], reply
 
 
@@ -335,8 +335,9 @@ def run_tree(tree: Path, database: str, cache: Path, runtime_url: str | None) ->
         key = create_api_key(env, name="bench", scopes="agent")
         command = [python(), str(THIS_TREE / "bench" / "memory_abilities.py"), "--setup", key,
                    "--cache", str(cache)]  # fmt: skip
+        # The embedded runtime accepts late while it generates on a busy machine.
         embedded = {"MODEL_RUNTIME_URL": runtime_url, "MODEL_RUNTIME_API": "openai",
-                    "RUNTIME_READ_TIMEOUT": "240"}  # fmt: skip
+                    "RUNTIME_READ_TIMEOUT": "240", "RUNTIME_CONNECT_TIMEOUT": "30"}  # fmt: skip
         with Fixture(command, {**env, "PYTHONPATH": str(THIS_TREE)}, THIS_TREE) as fixture:
 
             @contextlib.contextmanager
