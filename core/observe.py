@@ -65,7 +65,12 @@ class RequestObserverMiddleware:
                     response = self.get_response(request)
             return self.end(request, response, started, span)
         finally:
-            requestid.request_id.reset(token)
+            # Under ASGI (a chain with a synchronous middleware runs this in a thread),
+            # the context is copied back to the request's task, whose access log line is
+            # written after this returns: the id stays set there, and the task ends with
+            # it. Elsewhere (WSGI, the test client) the thread goes on: reset.
+            if not hasattr(request, "scope"):
+                requestid.request_id.reset(token)
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
         # The id is left set: the request's task ends with it, and the server's access log
