@@ -54,8 +54,10 @@ LAST_EVENT_ID_QUERY = OpenApiParameter(
 
 
 def sse_event(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
-    """One server-sent event: ``id:``, ``event:``, one JSON ``data:`` line."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    """One server-sent event: ``id:``, ``event:``, one JSON ``data:`` line, in ASCII (other
+    characters as JSON escapes): a client that decodes ``text/event-stream`` with a charset
+    of its own choosing (ISO-8859-1, for some HTTP libraries) still reads the same text."""
+    text = json.dumps(data, separators=(",", ":"))
     return f"id: {event_id}\nevent: {kind}\ndata: {text}\n\n".encode()
 
 

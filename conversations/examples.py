@@ -1,6 +1,8 @@
 """Examples of the chat endpoints' requests and answers for the API docs (the demo profile,
 plausible scope ids), checked against the schema by tests/test_schema.py."""
 
+import json
+
 from agents.examples import stream_event
 from core.schema import example
 
@@ -46,19 +48,28 @@ CONVERSATION_EVENTS = [
     stream_event(
         "message",
         {
-            "id": 3000000,
+            "id": "3000000",
             "event": "message",
-            "data": {
-                "role": "user",
-                "content": "My printer is called Hermes.",
-                "created_at": "2026-11-25T09:31:00.100000+00:00",
-                "seq": 3,
-            },
+            "data": json.dumps(
+                {
+                    "role": "user",
+                    "content": "My printer is called Hermes.",
+                    "created_at": "2026-11-25T09:31:00.100000+00:00",
+                    "seq": 3,
+                }
+            ),
         },
     ),
-    stream_event("token", {"id": 3000008, "event": "token", "data": {"step": 1, "text": "Nice"}}),
+    stream_event(
+        "token",
+        {"id": "3000008", "event": "token", "data": json.dumps({"step": 1, "text": "Nice"})},
+    ),
     stream_event(
         "discard",
-        {"id": 3000012, "event": "discard", "data": {"step": 1, "reason": "borrowed"}},
+        {
+            "id": "3000012",
+            "event": "discard",
+            "data": json.dumps({"step": 1, "reason": "borrowed"}),
+        },
     ),
 ]
