@@ -30,8 +30,9 @@ hybrid mode (tuning: ``memory_cases.CATCH_UP_TUNING``; held-out:
 ``memory_cases.CATCH_UP_HELD_OUT``).
 
 ``MEMORY_BENCH_DEPTHS`` (default 200,2000,10000), ``MEMORY_BENCH_HALVES`` (default
-tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up) and
-``MEMORY_BENCH_MODEL_DEPTH`` (default 200,2000) narrow a run.
+tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up),
+``MEMORY_BENCH_ABILITIES`` (default all five) and ``MEMORY_BENCH_MODEL_DEPTH`` (default
+200,2000) narrow a run.
 
 With ``--model`` (the ``local`` extra), the service runs in front of the embedded model
 for the held-out questions at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``): the
@@ -48,6 +49,7 @@ import argparse
 import contextlib
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -63,6 +65,11 @@ DEPTHS = tuple(int(d) for d in os.environ.get("MEMORY_BENCH_DEPTHS", "200,2000,1
 # Which halves run (e.g. "tuning" while choosing values: the held-out half is not looked at).
 HALVES = tuple(os.environ.get("MEMORY_BENCH_HALVES", "tuning,held_out").split(","))
 PARTS = tuple(os.environ.get("MEMORY_BENCH_PARTS", "abilities,catch_up").split(","))
+ABILITIES = tuple(
+    os.environ.get(
+        "MEMORY_BENCH_ABILITIES", "extraction,multi_session,updates,abstention,assistant"
+    ).split(",")
+)
 PER_CONVERSATION = 5
 SPAN = timedelta(days=90)
 RECENT_MARGIN = 120  # planted messages stay this far before the question
@@ -213,10 +220,13 @@ def setup_main(key: str, cache: Path) -> None:
 
 
 def groups(cases, half: str) -> list[tuple]:
-    """The half's cases in groups of one per ability."""
+    """The half's cases of the abilities run (``MEMORY_BENCH_ABILITIES``) in groups of at
+    most one per ability (an ability with more cases than the others fills later groups
+    alone)."""
     chosen = cases.TUNING if half == "tuning" else cases.HELD_OUT
-    by_ability = {a: [c for c in chosen if c.ability == a] for a in cases.ABILITIES}
-    return list(zip(*by_ability.values(), strict=True))
+    by_ability = [[c for c in chosen if c.ability == a] for a in cases.ABILITIES if a in ABILITIES]
+    together = itertools.zip_longest(*by_ability)
+    return [tuple(case for case in group if case is not None) for group in together]
 
 
 def catch_up_facts(cases) -> dict[str, list]:
@@ -367,7 +377,7 @@ def report(results: dict[str, dict]) -> None:
             continue
         print(f"\n== fact in prompt, {half.replace('_', '-')} cases ==")
         rows = []
-        for ability in cases.ABILITIES:
+        for ability in (a for a in cases.ABILITIES if a in ABILITIES):
             for depth in DEPTHS:
                 cells = [ability, f"{depth:,}"]
                 for result in results.values():
@@ -400,7 +410,7 @@ def _report_answers(answered: dict[str, dict], depth: int) -> None:
         return
     print(f"\n== embedded model's answers, held-out, {depth:,} messages ==")
     rows = [[a, *(_share(r.get(at + a, []), "right") for r in answered.values())]
-            for a in cases.ABILITIES]  # fmt: skip
+            for a in cases.ABILITIES if a in ABILITIES]  # fmt: skip
     print(table(["ability", *answered], rows))
     for name, r in answered.items():
         print(f"\n-- {name}: replies at {depth:,} --")

@@ -435,6 +435,77 @@ HELD_OUT = [
          ("The car service is booked at AutoFix for 14 March at 8:30.",)),
 ]  # fmt: skip
 
+# The updates and assistant-stated cases of the third round: their model replies were
+# read (2026-11-26, session 29), so they are tuning material now. The other abilities'
+# third-round cases stay held out.
+SEEN_3 = [case for case in HELD_OUT if case.ability in ("updates", "assistant")]
+TUNING = TUNING + SEEN_3
+
+# Written in fresh words (fourth round, 2026-11-26, session 30) before anything about
+# updates was changed; no failure of theirs is read before the after-figures are taken.
+FRESH_4 = [
+    Case("updates", _user("My car insurance is with Allianz.",
+                          "I switched the car insurance to Admiral to save money."),
+         "Who insures my car?", ("admiral",)),
+    Case("updates", _user("The kids go to bed at eight.",
+                          "Bedtime for the kids is half past eight since the summer."),
+         "What time do the children go to sleep?", ("half past eight", "8:30")),
+    Case("updates", _user("My favourite restaurant is Bistro Lumière.",
+                          "Bistro Lumière is still my favourite place to eat.",
+                          "Honestly, Nakamura Ramen has become my favourite restaurant."),
+         "Which restaurant do I like best?", ("nakamura",)),
+    Case("updates", _user("My yoga class is on Wednesday evenings.",
+                          "The studio shifted my yoga class to Sunday mornings."),
+         "When do I do yoga?", ("sunday",)),
+    Case("updates", _user("My office is on the third floor.",
+                          "After the reorganisation my desk is on the seventh floor."),
+         "Which floor do I work on?", ("seventh", "7th")),
+    Case("updates", _user("Our window cleaner is Dario.",
+                          "Dario comes round every month to do the windows.",
+                          "Dario retired, so a lad called Yusuf does our windows now."),
+         "Who washes our windows?", ("yusuf",)),
+    Case("updates", _user("I'm taking Portuguese lessons.",
+                          "I dropped Portuguese and I'm studying Korean instead."),
+         "Which language am I learning?", ("korean",)),
+    Case("updates", _user("My rent is 950 euros a month.",
+                          "The landlord raised my rent to 1,020 euros."),
+         "How much rent do I pay?", ("1,020", "1020")),
+    Case("updates", _user("Our electricity supplier is Vattenfall.",
+                          "We changed electricity supplier to Octopus Energy."),
+         "Which company supplies our power?", ("octopus",)),
+    Case("updates", _user("My best 5k time is 27 minutes.",
+                          "I ran 5k in 24 minutes on Sunday, a new personal best."),
+         "What is my fastest 5k time?", ("24",)),
+    Case("assistant", _said("Give me a name for my new sailing boat.", "How about Saltwater Sonnet?"),
+         "What did you suggest calling my yacht?", ("sonnet",),
+         ("How about Saltwater Sonnet?",)),
+    Case("assistant", _said("Convert 30 degrees Celsius to Fahrenheit.",
+                            "30 degrees Celsius is 86 degrees Fahrenheit."),
+         "What was the temperature in the other scale that you worked out?", ("86",),
+         ("30 degrees Celsius is 86 degrees Fahrenheit.",)),
+    Case("assistant", _said("Book a dentist check-up for me.",
+                            "Booked with Dr. Ambrose on 2 April at 11:15."),
+         "Which dentist did you arrange my check-up with?", ("ambrose",),
+         ("Booked with Dr. Ambrose on 2 April at 11:15.",)),
+    Case("assistant", _said("Recommend a podcast about history.",
+                            "Try 'The Rest Is History', two historians chatting."),
+         "Which show did you tell me to listen to about the past?", ("rest is history",),
+         ("Try 'The Rest Is History', two historians chatting.",)),
+    Case("assistant", _said("What's a good houseplant for a dark room?",
+                            "A snake plant copes well with little light."),
+         "Which plant did you recommend for the shady corner?", ("snake",),
+         ("A snake plant copes well with little light.",)),
+    Case("assistant", _said("Split the 87 euro dinner bill between the three of us.",
+                            "Each of you pays 29 euros."),
+         "How much did you say each person owes for the meal?", ("29",),
+         ("Each of you pays 29 euros.",)),
+]  # fmt: skip
+
+# The held-out half: the third round's extraction, multi-session and abstention cases and
+# the fourth round's updates and assistant-stated ones (ten updates: a group of the bench
+# may lack an ability).
+HELD_OUT = [case for case in HELD_OUT if case not in SEEN_3] + FRESH_4
+
 # The catch-up's held-out facts, written with HELD_OUT.
 CATCH_UP_HELD_OUT = [
     ("The fuse box is in the hallway closet behind the coats.", "Where is the fuse box?",
