@@ -435,10 +435,10 @@ HELD_OUT = [
          ("The car service is booked at AutoFix for 14 March at 8:30.",)),
 ]  # fmt: skip
 
-# The updates and assistant-stated cases of the third round: their model replies were
-# read (2026-11-26, session 29), so they are tuning material now. The other abilities'
-# third-round cases stay held out.
-SEEN_3 = [case for case in HELD_OUT if case.ability in ("updates", "assistant")]
+# The third round's held-out half is tuning material now: the model replies of its updates
+# and assistant-stated cases were read (2026-11-26, session 29), and the found/not-found of
+# each of its questions was printed once.
+SEEN_3 = HELD_OUT
 TUNING = TUNING + SEEN_3
 
 # Written in fresh words (fourth round, 2026-11-26, session 30) before anything about
@@ -501,13 +501,62 @@ FRESH_4 = [
          ("Each of you pays 29 euros.",)),
 ]  # fmt: skip
 
-# The held-out half: the third round's extraction, multi-session and abstention cases and
-# the fourth round's updates and assistant-stated ones (ten updates: a group of the bench
-# may lack an ability).
-HELD_OUT = [case for case in HELD_OUT if case not in SEEN_3] + FRESH_4
 
-# The catch-up's held-out facts, written with HELD_OUT.
-CATCH_UP_HELD_OUT = [
+# Written in fresh words (fourth round, 2026-11-26, session 30) for the relevance floor's
+# work, before any value of it was chosen: extraction, multi-session and abstention (the
+# third round's, whose per-question found/not-found was printed once, join the tuning
+# half); no failure of theirs is read before the after-figures are taken.
+FRESH_4_FLOOR = [
+    Case("extraction", _user("The photographer for our wedding is Tomasz Wrona."),
+         "Who is taking the pictures when we get married?", ("wrona", "tomasz")),
+    Case("extraction", _user("I keep the emergency cash in an old biscuit tin on the bookshelf."),
+         "Where is the money I put aside for a rainy day?", ("biscuit",)),
+    Case("extraction", _user("My car's registration is KX19 PLM."),
+         "What's the number plate on my vehicle?", ("kx19",)),
+    Case("extraction", _user("I'm allergic to penicillin."),
+         "Which antibiotic must doctors never give me?", ("penicillin",)),
+    Case("extraction", _user("The family reunion is at Lake Bled in July."),
+         "Where is the big get-together of relatives being held?", ("bled",)),
+    Case("extraction", _user("My shoe size is 43."), "What size footwear should I buy?", ("43",)),
+    Case("multi_session", _user("My neighbour is Thorvald.", "Thorvald keeps bees.",
+                                "Thorvald sells honey at the Saturday market."),
+         "What does the man next door look after, and where does he sell what they make?",
+         ("bee", "honey")),
+    Case("multi_session", _user("My flatmate is Priya.", "Priya works night shifts at the airport."),
+         "When and where does the person I share my home with work?", ("night",)),
+    Case("multi_session", _user("My guitar teacher is Joaquín.", "Joaquín lives in Valencia.",
+                                "Joaquín gives lessons over video on Mondays."),
+         "Which city is my guitar tutor in, and on what day are our online lessons?",
+         ("valencia",)),
+    Case("multi_session", _user("My goddaughter is Freya.", "Freya just started ballet.",
+                                "Freya's birthday is the 2nd of October."),
+         "Which dance does my godchild do, and when is her birthday?", ("ballet",)),
+    Case("multi_session", _user("Our gardener is Wojciech.", "Wojciech charges 20 euros an hour.",
+                                "Wojciech comes every second Friday."),
+         "How much does the man who tends our plants cost, and how often does he come?",
+         ("20",)),
+    Case("multi_session", _user("My old boss is Henrietta.", "Henrietta now runs a bookshop in Bath."),
+         "What is my former manager doing these days, and in which town?", ("bookshop",)),
+    Case("abstention", _user("My husband's car is a red Volvo."),
+         "What colour is my daughter's bicycle?", ABSTAIN),
+    Case("abstention", _user("I booked the train to Vienna for the 18th."),
+         "When is my flight to Madrid?", ABSTAIN),
+    Case("abstention", _user("My cousin Lotte is a nurse."),
+         "What does my cousin Bram do for work?", ABSTAIN),
+    Case("abstention", _user("The landlord fixed the boiler last week."),
+         "When was the roof repaired?", ABSTAIN),
+    Case("abstention", _user("Our dog weighs 28 kilos."), "How old is our hamster?", ABSTAIN),
+    Case("abstention", _user("My daughter's swimming coach is called Petra."),
+         "Who is my son's chess teacher?", ABSTAIN),
+]  # fmt: skip
+
+# The held-out half: the fourth round's cases (ten updates: a group of the bench may lack
+# an ability).
+HELD_OUT = FRESH_4_FLOOR + FRESH_4
+
+# The catch-up's facts of the third round: tuning material now (their found/not-found was
+# printed once).
+CATCH_UP_SEEN_3 = [
     ("The fuse box is in the hallway closet behind the coats.", "Where is the fuse box?",
      "Where do I go to reset the electrics?"),
     ("My bike was stolen outside the cinema on Saturday.", "Where was my bike stolen?",
@@ -549,6 +598,56 @@ CATCH_UP_HELD_OUT = [
      "When are the kids' swimming lessons?", "Which day do the children have pool classes?"),
     ("I stored the winter tyres at my uncle's farm.", "Where did I store the winter tyres?",
      "Where are the snow wheels kept?"),
+]  # fmt: skip
+
+CATCH_UP_TUNING = CATCH_UP_TUNING + CATCH_UP_SEEN_3
+
+# The catch-up's held-out facts of the fourth round, written with HELD_OUT (fact, question
+# sharing words, paraphrase sharing none of its content words).
+CATCH_UP_HELD_OUT = [
+    ("The gas meter reading was 4517 in March.", "What was the gas meter reading in March?",
+     "How many units did the heating fuel counter show in spring?"),
+    ("I left my reading glasses at Aunt Martha's house.", "Where did I leave my reading glasses?",
+     "At whose home did I forget my spectacles?"),
+    ("Our wedding anniversary is on the 14th of June.", "When is our wedding anniversary?",
+     "On what date did we get married?"),
+    ("The lawnmower is in the shed behind the greenhouse.", "Where is the lawnmower?",
+     "Where do I find the machine that cuts the grass?"),
+    ("My pension fund is managed by Aegon.", "Who manages my pension fund?",
+     "Which company looks after my retirement savings?"),
+    ("The dishwasher was repaired by Jensen Appliances.", "Who repaired the dishwasher?",
+     "Which firm fixed the machine that cleans our plates?"),
+    ("Our daughter's piano recital is on Sunday afternoon.",
+     "When is our daughter's piano recital?", "Which day does our girl perform her music?"),
+    ("The password manager's recovery code is written in my diary.",
+     "Where is the password manager's recovery code?",
+     "Where did I note the backup phrase for my login vault?"),
+    ("I donated my old sofa to the charity shop on Bridge Street.",
+     "Where did I donate my old sofa?", "Who got the couch I gave away?"),
+    ("My parents' flight lands at Schiphol at 7 pm.", "When does my parents' flight land?",
+     "What time do mum and dad arrive at the airport?"),
+    ("The smoke alarm batteries were changed in January.",
+     "When were the smoke alarm batteries changed?",
+     "In which month did I replace the power cells in the fire detector?"),
+    ("My physiotherapy sessions are at the clinic on Oak Lane.",
+     "Where are my physiotherapy sessions?", "Where do I go for my rehab exercises?"),
+    ("The landlord said the rent goes up to 1,250 in May.", "What will the rent go up to in May?",
+     "How much will we pay for the flat after spring?"),
+    ("I buried the time capsule under the old oak in the garden.",
+     "Where did I bury the time capsule?", "Where is the box of memories hidden in the yard?"),
+    ("Our neighbour Sven waters the plants when we travel.",
+     "Who waters the plants when we travel?",
+     "Which person looks after our greenery while we're away?"),
+    ("The winter coats are packed in vacuum bags under the bed.",
+     "Where are the winter coats packed?", "Where did I store the warm jackets?"),
+    ("My nephew's graduation ceremony is in Leiden.", "Where is my nephew's graduation ceremony?",
+     "In which town does my brother's son receive his degree?"),
+    ("The car's MOT expires at the end of October.", "When does the car's MOT expire?",
+     "By what month must the vehicle pass its roadworthiness test?"),
+    ("I hid the Christmas presents in the loft.", "Where did I hide the Christmas presents?",
+     "Where are the holiday gifts tucked away?"),
+    ("My favourite walking trail starts at the old mill.",
+     "Where does my favourite walking trail start?", "From which spot does the hike I love begin?"),
 ]  # fmt: skip
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
