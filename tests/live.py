@@ -42,6 +42,9 @@ def database_url() -> str:
     return f"postgres://{user}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+SERVICE_APPLICATION_NAME = "llmgw-test-service"
+
+
 def service_env(runtime_url: str, **extra: str) -> dict[str, str]:
     """The environment of a service process on the test database and a loopback runtime."""
     return {
@@ -58,6 +61,9 @@ def service_env(runtime_url: str, **extra: str) -> dict[str, str]:
         "LOG_LEVEL": "WARNING",
         "PYTHONUNBUFFERED": "1",
         "PROMETHEUS_MULTIPROC_DIR": SESSION_METRICS_DIR,
+        # libpq's name for the sessions of the service processes a test starts, so that the
+        # wait for them to end counts theirs and not this process's own pooled connections.
+        "PGAPPNAME": SERVICE_APPLICATION_NAME,
         **extra,
     }
 
@@ -180,8 +186,10 @@ def request(
 
 
 def wait_for_other_sessions_to_end(timeout: float = 10) -> None:
-    """On PostgreSQL, waits until the killed processes' sessions are gone from the server,
-    so that the test's teardown (a flush, the database's drop) does not wait on them."""
+    """On PostgreSQL, waits until the killed service processes' sessions are gone from the
+    server, so that the test's teardown (a flush, the database's drop) does not wait on them.
+    This process's own connections (its pool's) stay: only sessions named as in
+    ``service_env`` are counted."""
     if connection.vendor != "postgresql":
         return
     deadline = time.monotonic() + timeout
@@ -189,7 +197,8 @@ def wait_for_other_sessions_to_end(timeout: float = 10) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "WHERE datname = current_database() AND application_name = %s",
+                [SERVICE_APPLICATION_NAME],
             )
             if cursor.fetchone()[0] == 0:
                 return
