@@ -20,6 +20,9 @@ unless one answers there already) and talks to it over HTTP only:
   640-token window, so that a few filler turns push the fact out and the run stays short)
   the fact is told, filler turns follow until the job's context step shows the fact
   outside the window, then the question. A reply is right when it contains the answer.
+  Some pairs tell a fact and then its update (the update must leave the window too), and
+  some ask about what the user never said: then only a reply that says it does not know
+  is right. The figures are given by kind of pair too (``recall``, ``unknown``, ``update``).
 * **Invented lines.** Every stored assistant reply is read back with
   ``GET /agent/conversation/{id}``; the share that carries a line the model invented (a
   ``User:``/``Assistant:`` turn, a tool list, a tool call echo) is reported, and the
@@ -169,7 +172,43 @@ PARAPHRASED_TUNING_PAIRS = [
     ("I was a pilot before I retired.", "What was my job before retiring?", "pilot"),
     ("The library closes at 8 tonight.", "What time does the library close?", "8"),
 ]
-ALL_TUNING_PAIRS = EARLIER_PAIRS + TUNING_PAIRS + PARAPHRASED_TUNING_PAIRS
+# The held-out pairs of the session of 2026-11-26 morning (bench/held_out.py then); read
+# since, so tuning pairs now.
+SECOND_EARLIER_PAIRS = [
+    ("I named my hamster Biscuit.", "What's the name of my hamster?", "Biscuit"),
+    ("My mother grew up in Tallinn.", "Which town was my mum raised in?", "Tallinn"),
+    ("I am allergic to shellfish.", "What am I allergic to?", "shellfish"),
+    ("My favourite composer is Chopin.", "Whose music do I enjoy most?", "Chopin"),
+    ("I parked the car on level 6.", "On what level did I leave the car?", "6"),
+    ("My niece is called Freya.", "What's my niece's name?", "Freya"),
+    ("My yoga class is on Wednesday.", "Which weekday do I have yoga?", "Wednesday"),
+    ("I moved here from Montreal.", "Where did I move here from?", "Montreal"),
+    ("My laptop is a Lenovo.", "Which brand is my laptop?", "Lenovo"),
+    ("My grandfather was a baker.", "What did my grandfather do for a living?", "baker"),
+    ("My guitar teacher is named Soren.", "Who teaches me guitar?", "Soren"),
+    ("The spare key is under the blue flowerpot.", "Where is the spare key hidden?", "flowerpot"),
+    ("My dentist's surname is Kowalski.", "What's my dentist's surname?", "Kowalski"),
+    ("I ordered a lamp in emerald green.", "What colour is the lamp I ordered?", "green"),
+    ("My tortoise is 42 years old.", "How old is my tortoise?", "42"),
+    ("My favourite painter is Vermeer.", "Which artist do I admire most?", "Vermeer"),
+    ("I keep my passport in the top drawer.", "Where do I keep my passport?", "drawer"),
+    ("My partner's name is Idris.", "Who is my partner?", "Idris"),
+    ("My piano lesson is at 5 pm.", "At what time is my piano lesson?", "5"),
+    ("Our team's mascot is an owl.", "What animal is our team mascot?", "owl"),
+    ("I was a student in Edinburgh.", "In which city did I study?", "Edinburgh"),
+    ("My favourite cheese is gouda.", "Which cheese do I prefer?", "gouda"),
+    ("My phone case is orange.", "What colour is my phone case?", "orange"),
+    ("Our wedding anniversary falls in August.", "In which month is our anniversary?", "August"),
+    ("My youngest child is called Milo.", "What's the name of my youngest?", "Milo"),
+    ("My gym membership number is 6630.", "What is my membership number at the gym?", "6630"),
+    ("I take the number 14 tram to work.", "Which tram do I take to work?", "14"),
+    ("My favourite board game is Catan.", "Which board game do I like most?", "Catan"),
+    ("My cousin Rafael lives in Seville.", "In which city does Rafael live?", "Seville"),
+    ("I keep bees in my garden.", "What insects do I keep?", "bees"),
+    ("My favourite river is the Danube.", "Which river do I love most?", "Danube"),
+    ("The plumber is coming on Friday.", "When will the plumber come?", "Friday"),
+]
+ALL_TUNING_PAIRS = EARLIER_PAIRS + TUNING_PAIRS + PARAPHRASED_TUNING_PAIRS + SECOND_EARLIER_PAIRS
 FILLERS = [
     "Let me tell you about my morning. I woke up early, made some coffee, read the news "
     "for a while, watered the plants on the balcony, answered a few emails about the "
@@ -227,6 +266,8 @@ ABSTAINS = re.compile(
     re.IGNORECASE,
 )
 JOB_TIMEOUT = 300.0
+# The kinds of fact pairs (``kind_of``).
+KINDS = ("recall", "unknown", "update")
 
 
 class Service:
@@ -292,14 +333,22 @@ def reply_text(job: dict) -> str:
     return (result.get("message") or {}).get("content") or result.get("text") or ""
 
 
-def fact_in_window(job: dict) -> bool:
-    """Whether the first message (the fact) is among the recent messages of the job's
-    first context step (the window, before any retrieval)."""
+def told_messages(pair: tuple) -> tuple[str, ...]:
+    """What a pair tells before its question: one message, or a fact and its update."""
+    told = pair[0]
+    return (told,) if isinstance(told, str) else tuple(told)
+
+
+def fact_in_window(job: dict, told: int = 1) -> bool:
+    """Whether the last of the ``told`` first user messages (the fact, or its update) is
+    among the recent messages of the job's first context step (the window, before any
+    retrieval); a user message and its reply take two seqs."""
     for step in job.get("steps", []):
         if step["kind"] == "context":
             output = step.get("output") or {}
             start = output.get("window_start")
-            return bool(output.get("whole_history")) or (start is not None and start <= 1)
+            last = 2 * told - 1
+            return bool(output.get("whole_history")) or (start is not None and start <= last)
     return True
 
 
@@ -343,9 +392,23 @@ def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, int, list[str]]
     return example, repeat, unknown_again, shown
 
 
-def wrong(reply: str, answer: str) -> bool:
-    """A wrong answer that does not say it does not know: it contradicts the user."""
-    return not contains(reply, answer) and not ABSTAINS.search(reply)
+def right(reply: str, answer: str | None) -> bool:
+    """The answer in the reply; for a question about what the user never said (``answer``
+    None), a reply that says it does not know."""
+    return bool(ABSTAINS.search(reply)) if answer is None else contains(reply, answer)
+
+
+def wrong(reply: str, answer: str | None) -> bool:
+    """A wrong answer that does not say it does not know: it contradicts the user, or
+    states what the user never said."""
+    return not right(reply, answer) and not ABSTAINS.search(reply)
+
+
+def kind_of(pair: tuple) -> str:
+    """``recall``, ``unknown`` (never said) or ``update`` (a fact, then its update)."""
+    if pair[2] is None:
+        return "unknown"
+    return "update" if len(told_messages(pair)) > 1 else "recall"
 
 
 def last_prompt(job: dict) -> str:
@@ -359,21 +422,25 @@ def last_prompt(job: dict) -> str:
 
 def ask_inside(service: Service, index: int, pair: tuple[str, str, str]) -> dict:
     """The fact, one short filler turn, the question: the fact is inside the window."""
-    fact, question, _ = pair
-    service.chat(f"in-{index}", fact)
+    question = pair[1]
+    for told in told_messages(pair):
+        service.chat(f"in-{index}", told)
     service.chat(f"in-{index}", SHORT_FILLER)
     return service.chat(f"in-{index}", question)
 
 
 def ask_outside(service: Service, index: int, pair: tuple[str, str, str]) -> tuple[dict, dict, int]:
-    """The fact, fillers until it left the window, the question: ``(first, last, fillers)``."""
-    fact, question, _ = pair
-    first = service.chat(f"out-{index}", fact, profile="bench-window")
+    """The fact (and its update), fillers until it left the window, the question:
+    ``(first, last, fillers)``."""
+    question, told = pair[1], told_messages(pair)
+    first = service.chat(f"out-{index}", told[0], profile="bench-window")
+    for update in told[1:]:
+        service.chat(f"out-{index}", update, profile="bench-window")
     fillers = 0
     for filler in itertools.islice(itertools.cycle(FILLERS), MAX_FILLERS):
         fillers += 1
         last = service.chat(f"out-{index}", filler, profile="bench-window")
-        if not fact_in_window(last):
+        if not fact_in_window(last, len(told)):
             break
     return first, service.chat(f"out-{index}", question, profile="bench-window"), fillers
 
@@ -394,11 +461,14 @@ def borrowed_notes(job: dict) -> list[str]:
     ]
 
 
-def count_answer(figures: dict, where: str, job: dict, answer: str) -> None:
+def count_answer(figures: dict, where: str, job: dict, pair: tuple) -> None:
     if figures.get("show_borrowed"):
         for note in borrowed_notes(job):
             print(f"    ({where}) {note}", flush=True)
-    figures[where] += contains(reply_text(job), answer)
+    answer, kind = pair[2], kind_of(pair)
+    figures[where] += right(reply_text(job), answer)
+    figures[f"{where}_{kind}"] += right(reply_text(job), answer)
+    figures[f"wrong_{kind}"] += wrong(reply_text(job), answer)
     figures["wrong"] += wrong(reply_text(job), answer)
     figures["abstained"] += bool(ABSTAINS.search(reply_text(job)))
     figures["asked"] += 1
@@ -415,6 +485,9 @@ def run_pairs(
     figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
     figures["show_borrowed"] = show_borrowed
     figures.update(wrong=0, abstained=0, asked=0)
+    for kind in KINDS:
+        figures.update({f"inside_{kind}": 0, f"outside_{kind}": 0, f"wrong_{kind}": 0})
+        figures[f"pairs_{kind}"] = sum(kind_of(pair) == kind for pair in pairs)
     conversations: list[str] = []
     figures["pairs"] = 0
     for index, pair in enumerate(pairs):
@@ -423,19 +496,19 @@ def run_pairs(
             break
         figures["pairs"] += 1
         pair_started = time.monotonic()
-        fact, _, answer = pair
+        answer, told = pair[2], told_messages(pair)
         inside = outside = first = {}
         fillers, out_of_window = 0, False
         if only != "outside":
             inside = ask_inside(service, index, pair)
-            count_answer(figures, "inside", inside, answer)
+            count_answer(figures, "inside", inside, pair)
         if only != "inside":
             first, outside, fillers = ask_outside(service, index, pair)
-            out_of_window = not fact_in_window(outside)
+            out_of_window = not fact_in_window(outside, len(told))
             figures["out_of_window"] += out_of_window
-            count_answer(figures, "outside", outside, answer)
-            figures["outside_in_prompt"] += fact_in_prompt(outside, fact)
-            if show_misses and not contains(reply_text(outside), answer):
+            count_answer(figures, "outside", outside, pair)
+            figures["outside_in_prompt"] += fact_in_prompt(outside, told[-1])
+            if show_misses and not right(reply_text(outside), answer):
                 print(f"--- missed, the prompt:\n{last_prompt(outside)}\n---", flush=True)
         conversations += [
             (job.get("final_result") or {}).get("conversation_id", "") for job in (inside, first)
@@ -542,6 +615,13 @@ def report(
         f" {share(figures['wrong'], figures['asked'])}"
         f" (answers that say so: {figures['abstained']})"
     )
+    for kind in KINDS:
+        if figures[f"pairs_{kind}"]:
+            print(
+                f"  {kind} pairs ({figures[f'pairs_{kind}']}): right inside"
+                f" {figures[f'inside_{kind}']}, right outside {figures[f'outside_{kind}']},"
+                f" wrong without saying it does not know {figures[f'wrong_{kind}']}"
+            )
     print(f"  arithmetic tasks answered exactly:    {share(exact, arith)}")
     print(f"  arithmetic answers with invented lines: {share(arith_invented, arith)}")
     for example in figures["examples"]:

@@ -1,50 +1,97 @@
-"""The held-out cases of the quality benches, written on 2026-11-26 in new words.
+"""The held-out cases of the quality benches.
 
-The sets these replace were read while changes were made (a failure once looked at is no
-longer held out), so they became tuning sets: ``bench/chat_quality.py``'s ``TUNING_PAIRS``
-and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser,
-check or threshold) is tried on the cases below, and their per-case lines are not read
-before a final run; once one is read to understand a failure, write a fresh set.
+The chat pairs were written on 2026-11-26 (session 30) in new words, the tasks earlier that
+day. The sets these replace were read while changes were made (a failure once looked at is
+no longer held out), so they became tuning sets: ``bench/chat_quality.py``'s
+``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt,
+parser, check or threshold) is tried on the cases below, and their per-case lines are not
+read before a final run; once one is read to understand a failure, write a fresh set.
 
-Many chat questions here ask in other words than the fact was told ("Which artist do I
-admire most?" after "My favourite painter is Vermeer."), and one asks about someone the
-user named without "my".
+The chat pairs ask in other words than the fact was told ("Who do I rent from?" after
+"My landlady's name is Mrs. Abernathy."), some without "my"; six ask about something
+the user never said (the right answer says it does not know), and six tell a fact and
+then its update (the update is the answer).
 """
 
-# (fact, question, answer): the answer must appear in the reply (case-insensitive).
+# (told, question, answer): ``told`` is one message or a few told in turn (a fact, then its
+# update); the answer must appear in the reply (case-insensitive). ``answer`` None: the
+# user never said it, and the only right reply says it does not know.
+# Written 2026-11-26 (session 30) in new words, before the changes measured on them.
 CHAT_PAIRS = [
-    ("I named my hamster Biscuit.", "What's the name of my hamster?", "Biscuit"),
-    ("My mother grew up in Tallinn.", "Which town was my mum raised in?", "Tallinn"),
-    ("I am allergic to shellfish.", "What am I allergic to?", "shellfish"),
-    ("My favourite composer is Chopin.", "Whose music do I enjoy most?", "Chopin"),
-    ("I parked the car on level 6.", "On what level did I leave the car?", "6"),
-    ("My niece is called Freya.", "What's my niece's name?", "Freya"),
-    ("My yoga class is on Wednesday.", "Which weekday do I have yoga?", "Wednesday"),
-    ("I moved here from Montreal.", "Where did I move here from?", "Montreal"),
-    ("My laptop is a Lenovo.", "Which brand is my laptop?", "Lenovo"),
-    ("My grandfather was a baker.", "What did my grandfather do for a living?", "baker"),
-    ("My guitar teacher is named Soren.", "Who teaches me guitar?", "Soren"),
-    ("The spare key is under the blue flowerpot.", "Where is the spare key hidden?", "flowerpot"),
-    ("My dentist's surname is Kowalski.", "What's my dentist's surname?", "Kowalski"),
-    ("I ordered a lamp in emerald green.", "What colour is the lamp I ordered?", "green"),
-    ("My tortoise is 42 years old.", "How old is my tortoise?", "42"),
-    ("My favourite painter is Vermeer.", "Which artist do I admire most?", "Vermeer"),
-    ("I keep my passport in the top drawer.", "Where do I keep my passport?", "drawer"),
-    ("My partner's name is Idris.", "Who is my partner?", "Idris"),
-    ("My piano lesson is at 5 pm.", "At what time is my piano lesson?", "5"),
-    ("Our team's mascot is an owl.", "What animal is our team mascot?", "owl"),
-    ("I was a student in Edinburgh.", "In which city did I study?", "Edinburgh"),
-    ("My favourite cheese is gouda.", "Which cheese do I prefer?", "gouda"),
-    ("My phone case is orange.", "What colour is my phone case?", "orange"),
-    ("Our wedding anniversary falls in August.", "In which month is our anniversary?", "August"),
-    ("My youngest child is called Milo.", "What's the name of my youngest?", "Milo"),
-    ("My gym membership number is 6630.", "What is my membership number at the gym?", "6630"),
-    ("I take the number 14 tram to work.", "Which tram do I take to work?", "14"),
-    ("My favourite board game is Catan.", "Which board game do I like most?", "Catan"),
-    ("My cousin Rafael lives in Seville.", "In which city does Rafael live?", "Seville"),
-    ("I keep bees in my garden.", "What insects do I keep?", "bees"),
-    ("My favourite river is the Danube.", "Which river do I love most?", "Danube"),
-    ("The plumber is coming on Friday.", "When will the plumber come?", "Friday"),
+    (
+        "I've been learning Japanese for two years.",
+        "Remind me, which language am I studying?",
+        "Japanese",
+    ),
+    ("My landlady's name is Mrs. Abernathy.", "Who do I rent from?", "Abernathy"),
+    ("I'm flying to Reykjavik next week.", "Where am I travelling next week?", "Reykjavik"),
+    ("My shoe size is 44.", "What size shoes do I wear?", "44"),
+    (
+        "The vet said Rufus needs his vaccine in March.",
+        "When is Rufus due for his vaccine?",
+        "March",
+    ),
+    ("My oldest friend, Benedikt, is a firefighter.", "What does Benedikt do?", "firefighter"),
+    ("I bought a kayak made of bamboo.", "What material is my kayak?", "bamboo"),
+    (
+        "My grandmother's recipe uses cardamom.",
+        "Which spice goes into grandma's recipe?",
+        "cardamom",
+    ),
+    ("We adopted a greyhound called Juniper.", "What's our greyhound's name?", "Juniper"),
+    ("I keep the tax papers in a red folder.", "Where are my tax papers?", "folder"),
+    ("My commute takes 35 minutes.", "How long is my commute?", "35"),
+    ("I support the football club Celtic.", "Which club do I support?", "Celtic"),
+    ("My stepfather is a locksmith.", "What's my stepfather's trade?", "locksmith"),
+    ("I practise judo on Saturday mornings.", "Which martial art do I do?", "judo"),
+    ("The code for the garage is 2708.", "Can you remind me of the garage code?", "2708"),
+    ("My favourite author is Ishiguro.", "Which writer's books do I love?", "Ishiguro"),
+    ("My daughter's teacher is Mr. Adeyemi.", "Who teaches my daughter?", "Adeyemi"),
+    ("I'm saving up for a trip to Patagonia.", "What am I saving money for?", "Patagonia"),
+    # Never said: "I don't know" is the right answer.
+    ("My brother lives in Leeds.", "Where does my sister live?", None),
+    ("I have a cat named Saffron.", "What is my dog's name?", None),
+    ("My train to Glasgow leaves at 7.", "What's my seat number on the train?", None),
+    ("I work at a bookshop.", "In which town is the bookshop I work at?", None),
+    ("My son plays the drums.", "What instrument does my daughter play?", None),
+    ("My car is a grey Skoda.", "What is my car's registration number?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        (
+            "My haircut is booked for Tuesday.",
+            "The salon called: my haircut is now on Thursday instead.",
+        ),
+        "What day is my haircut?",
+        "Thursday",
+    ),
+    (
+        (
+            "My new colleague is called Pieter.",
+            "Sorry, I misheard: my new colleague is called Pavel.",
+        ),
+        "What's my new colleague's name?",
+        "Pavel",
+    ),
+    (
+        ("I used to live in Bristol.", "Last month I moved to Dundee."),
+        "Where do I live now?",
+        "Dundee",
+    ),
+    (
+        ("The alarm code at work is 5512.", "They reset the alarm code at work to 9034."),
+        "What's the alarm code at work?",
+        "9034",
+    ),
+    (
+        ("My sister's wedding is in June.", "The wedding has been pushed back to September."),
+        "When is my sister's wedding?",
+        "September",
+    ),
+    (
+        ("I drive a Peugeot.", "I sold the Peugeot and bought a Mazda."),
+        "What car do I have now?",
+        "Mazda",
+    ),
 ]
 
 # (task, exact result)
