@@ -40,7 +40,8 @@ _TAKE = r"(?:subtract|take(?: away| off)?|deduct|remove)"
 _FRACTIONS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "tenth": 10}
 _FRACTION = "(" + "|".join(_FRACTIONS) + ")"
 _REFERENCE = re.compile(
-    r"\b(?:it|that|this|the (?:result|answer|sum|total|product|difference|number))\b"
+    r"\b(?:it|that|this|what(?:'s| is)? left|what remains|"
+    r"the (?:result|answer|sum|total|product|difference|number|rest))\b"
 )
 
 # Phrases rewritten into expressions, again and again until none matches, so that nested
@@ -93,17 +94,19 @@ _OPERATOR_WORDS = (
     (r"over", "/"),
 )
 _SYMBOLS = {"\u00d7": "*", "\u00b7": "*", "\u00f7": "/", "\u2212": "-", "^": "**"}
-# A later step that names no operand for the value it works on ("then multiply by 3").
+# A later step that names no operand for the value it works on ("then multiply by 3"). Its
+# operand is never the previous value itself: "subtract it from 100" is a phrase of its own.
+_NOT_PREVIOUS = r"(\d+(?:\.\d+)?|\([^()]*\))"
 _ON_PREVIOUS = [
-    (rf"^(?:multiply|times)\s+(?:by\s+)?{_N}", f"({PREVIOUS} * {{1}})"),
-    (rf"^(?:divide|divided)\s+by\s+{_N}", f"({PREVIOUS} / {{1}})"),
-    (rf"^multiplied\s+by\s+{_N}", f"({PREVIOUS} * {{1}})"),
-    (rf"^(?:add|plus)\s+{_N}", f"({PREVIOUS} + {{1}})"),
-    (rf"^(?:subtract|minus|take away|deduct)\s+{_N}", f"({PREVIOUS} - {{1}})"),
-    (rf"^{_UP}\s+by\s+{_N}{_PCT}", f"({PREVIOUS} * (100 + {{1}}) / 100)"),
-    (rf"^{_DOWN}\s+by\s+{_N}{_PCT}", f"({PREVIOUS} * (100 - {{1}}) / 100)"),
-    (rf"^{_UP}\s+by\s+{_N}", f"({PREVIOUS} + {{1}})"),
-    (rf"^{_DOWN}\s+by\s+{_N}", f"({PREVIOUS} - {{1}})"),
+    (rf"^(?:multiply|times)\s+(?:by\s+)?{_NOT_PREVIOUS}", f"({PREVIOUS} * {{1}})"),
+    (rf"^(?:divide|divided)\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} / {{1}})"),
+    (rf"^multiplied\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} * {{1}})"),
+    (rf"^(?:add|plus)\s+{_NOT_PREVIOUS}", f"({PREVIOUS} + {{1}})"),
+    (rf"^(?:subtract|minus|take away|deduct)\s+{_NOT_PREVIOUS}", f"({PREVIOUS} - {{1}})"),
+    (rf"^{_UP}\s+by\s+{_NOT_PREVIOUS}{_PCT}", f"({PREVIOUS} * (100 + {{1}}) / 100)"),
+    (rf"^{_DOWN}\s+by\s+{_NOT_PREVIOUS}{_PCT}", f"({PREVIOUS} * (100 - {{1}}) / 100)"),
+    (rf"^{_UP}\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} + {{1}})"),
+    (rf"^{_DOWN}\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} - {{1}})"),
     (r"^(?:double|doubled|twice)$", f"(2 * {PREVIOUS})"),
     (r"^(?:triple|tripled)$", f"(3 * {PREVIOUS})"),
     (r"^(?:halve|halved|take half|half)$", f"({PREVIOUS} / 2)"),
@@ -114,14 +117,14 @@ _ON_PREVIOUS = [
 _STEP_BREAK = re.compile(
     r"\s*(?:[,;]\s*)?\b(?:and\s+)?(?:then|after that|finally)\b[,:]?\s*"
     r"|\s*;\s*|\.\s+(?=[a-z])"
-    r"|\s*,\s*(?:and\s+)?(?=(?:multiply|divide|add|subtract|double|halve|triple|square|"
+    r"|(?:\s*,\s*(?:and\s+)?|\s+and\s+)(?=(?:multiply|divide|add|subtract|double|halve|triple|square|"
     r"cube|take|deduct|increase|decrease|reduce|raise|lower|plus|minus|times|divided by|"
     r"multiplied by)\b)"
 )
 # Words that ask for the result and say nothing about it.
 _FILLER = re.compile(
     r"\b(?:what(?:'s| is| are| do you get| does| would)?|how (?:much|many)(?: is| are| does)?|"
-    r"please|calculate|compute|work out|figure out|find|evaluate|tell me|give me|"
+    r"please|calculate|compute|work out|figure out|find|evaluate|tell me|give me|when|do|"
     r"the (?:answer|result|value)(?: of| to)?|solve|can you|could you|you|get|if|"
     r"(?:start|begin)(?: with| at| from)?|take|equals?|make|is|are|come to|of|by|the|and|"
     r"result|answer|exactly|quickly|for me|i|want|to know|know|now|then|numbers?)\b"

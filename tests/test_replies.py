@@ -111,6 +111,13 @@ def test_the_arithmetic_of_a_task_is_found(task, expression):
         ("What is 19 plus 23, divided by 2?", ["19 + 23", "P / 2"]),
         ("What is four times 12, then halved?", ["4 * 12", "P / 2"]),
         ("Start at 100, then subtract 25.", ["100 - 25"]),
+        # A next step joined by a plain "and".
+        ("Subtract 9 from 50 and divide the result by 4.", ["50 - 9", "P / 4"]),
+        ("Multiply 6 by 7 and add 8.", ["6 * 7", "P + 8"]),
+        ("Add 3 to 4 and square the result.", ["4 + 3", "P ** 2"]),
+        ("Add 2 and 3 and multiply by 4.", ["2 + 3", "P * 4"]),
+        # The previous value as the operand a phrase names.
+        ("Find the product of 4 and 15, and subtract it from 100.", ["4 * 15", "100 - P"]),
     ],
 )
 def test_a_task_in_several_steps_is_read_as_calculator_steps(task, steps):
