@@ -42,7 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "whitenoise.runserver_nostatic",
+    "servestatic.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
@@ -57,7 +57,7 @@ INSTALLED_APPS = [
     "backoffice",
 ]
 
-# Django's own middleware, WhiteNoise's and django-csp's as they ship; ours (core, config) are
+# Django's own middleware, ServeStatic's and django-csp's as they ship; ours (core, config) are
 # written with Django's public middleware API, synchronous and asynchronous.
 MIDDLEWARE = [
     # Outermost: the request id and the metrics of every answer, errors included.
@@ -66,7 +66,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core.http.BodySizeLimitMiddleware",
     "core.http.AdminUrlGuardMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -141,7 +141,7 @@ STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "servestatic.storage.CompressedManifestStaticFilesStorage"},
 }
 if DEBUG:
     STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
