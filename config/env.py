@@ -157,3 +157,13 @@ def env_database(name: str, default: str) -> dict[str, Any]:
         raise ImproperlyConfigured(f"{name} must be a sqlite:// or postgres:// URL")
     db["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME") or None}
     return db
+
+
+def asynchronous_commit(db: dict[str, Any]) -> dict[str, Any]:
+    """A PostgreSQL ``DATABASES`` entry like ``db`` whose connections commit without waiting
+    for the disk flush (``synchronous_commit=off``, set by the server when they connect:
+    libpq's ``options``, so no statement of its own). A pool of its own, checked as
+    ``db``'s; in tests the same database as ``db`` (a test mirror of ``default``)."""
+    options = dict(db.get("OPTIONS", {}))
+    options["options"] = f"{options.get('options', '')} -c synchronous_commit=off".strip()
+    return {**db, "OPTIONS": options, "TEST": {"MIRROR": "default"}}

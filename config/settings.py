@@ -10,6 +10,7 @@ from csp.constants import SELF as CSP_SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
+    asynchronous_commit,
     env_bool,
     env_choice,
     env_database,
@@ -108,6 +109,15 @@ TEMPLATES = [
 
 # --- Database (config.env.env_database: SQLite or PostgreSQL's pool) -----------------
 DATABASES = {"default": env_database("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+# PostgreSQL: usage records (one per model call) commit without waiting for the disk
+# flush (a crash of the database server may lose the last fraction of a second of them,
+# nothing else). They are written through connections of their own, to the same database,
+# set so when they connect; USAGE_DATABASE names them.
+USAGE_ASYNC_COMMIT = env_bool("USAGE_ASYNC_COMMIT", True)
+USAGE_DATABASE = "default"
+if USAGE_ASYNC_COMMIT and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["usage"] = asynchronous_commit(DATABASES["default"])
+    USAGE_DATABASE = "usage"
 # Seconds between two checks of the idle connections of a process's pool (core.db): after
 # the server dropped them, the next request gets a new one within about this long.
 DB_POOL_CHECK_SECONDS = env_float("DB_POOL_CHECK_SECONDS", 1.0, minimum=0.1)
@@ -278,9 +288,6 @@ DEFAULT_KEY_MAX_ACTIVE_JOBS = env_int("DEFAULT_KEY_MAX_ACTIVE_JOBS", 100, minimu
 # The longest task and chat prompt in characters (413 payload_too_large past them).
 AGENT_TASK_MAX_CHARS = env_int("AGENT_TASK_MAX_CHARS", 32_000, minimum=1)
 AGENT_PROMPT_MAX_CHARS = env_int("AGENT_PROMPT_MAX_CHARS", 32_000, minimum=1)
-# PostgreSQL: usage records commit without waiting for the disk flush (a crash of the
-# database server may lose the last fraction of a second of them, nothing else).
-USAGE_ASYNC_COMMIT = env_bool("USAGE_ASYNC_COMMIT", True)
 
 # --- Jobs -----------------------------------------------------------------------------
 JOB_TIMEOUT = env_int("JOB_TIMEOUT", 900, minimum=10)

@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection
-from django.test import AsyncClient
+from django.test import AsyncClient, override_settings
 from rest_framework.test import APIClient
 
+from core.db import close_pools
 from gateway import health, routing, services
 from gateway import runtime as runtime_client
 from tests.factories import wait_for
@@ -48,6 +49,24 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
     db = settings.DATABASES["default"]
     if db["ENGINE"] == "django.db.backends.sqlite3" and not db["TEST"].get("NAME"):
         db["TEST"]["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's, and the pools of every alias closed before the test database is
+    dropped: Django closes the pool of the alias it drops, not a test mirror's (``usage``)."""
+    yield
+    close_pools()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def usage_in_the_tests_transaction():
+    """Usage records written in this process go to ``default``, in the test's transaction:
+    on PostgreSQL the service writes them on connections of their own (``USAGE_DATABASE``),
+    which would not see the test's uncommitted key. The tests of those connections set the
+    production value (tests/test_postgresql_backend.py); servers the suite starts use it."""
+    with override_settings(USAGE_DATABASE="default"):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import psycopg_pool
 import pytest
 from django.db import (
     DataError,
+    IntegrityError,
     OperationalError,
     close_old_connections,
     connection,
@@ -22,10 +23,11 @@ from django.db import (
     transaction,
 )
 from django.db.backends.postgresql.base import DatabaseWrapper
+from django.test.utils import CaptureQueriesContext
 
 from agents.models import Job
 from core import db
-from gateway import rows, services
+from gateway import services
 from gateway.dbthread import in_thread
 from gateway.models import UsageRecord
 
@@ -121,8 +123,8 @@ def test_a_connection_the_server_dropped_is_replaced_before_the_next_request(mak
 # out, and dropped by the server; the work under test then meets it dead.
 
 
-def drop_the_connection() -> int:
-    with connection.cursor() as cursor:
+def drop_the_connection(alias: str = "default") -> int:
+    with connections[alias].cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
     terminate(pid)
@@ -136,11 +138,65 @@ def test_a_key_read_on_a_dropped_connection_reconnects_and_succeeds(make_key):
     assert connection.connection.info.backend_pid != dropped
 
 
+# --- Usage records: written on connections of their own (settings.USAGE_DATABASE) -------
+#
+# The suite writes them on ``default``, in each test's transaction (tests/conftest.py); these
+# tests use the production setting, and servers the suite starts use it too.
+
+USAGE = pytest.mark.django_db(transaction=True, databases=["default", "usage"])
+
+
+def synchronous_commit(alias: str) -> str:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@USAGE
+def test_a_model_calls_usage_record_is_one_statement_that_commits_asynchronously(
+    runtime, make_key, settings
+):
+    settings.USAGE_DATABASE = "usage"
+    api_key, _ = make_key()
+    with CaptureQueriesContext(connections["usage"]) as written:
+        services.model_call(api_key=api_key, model="test-model", prompt="hi")
+    assert [query["sql"].split()[0] for query in written] == ["INSERT"]
+    [record] = UsageRecord.objects.all()  # read on default: the same database
+    assert (record.api_key_id, record.origin, record.model) == (api_key.pk, "api", "test-model")
+    assert (record.status, record.error, record.prompt_chars) == (200, "", 2)
+    assert synchronous_commit("usage") == "off"
+
+
+@USAGE
+def test_an_asynchronous_commit_covers_no_other_write(make_key):
+    api_key, _ = make_key()
+    UsageRecord.objects.using("usage").create(api_key=api_key, model="m", status=200, elapsed=0.1)
+    assert synchronous_commit("default") == "on"
+    with transaction.atomic():
+        assert synchronous_commit("default") == "on"
+
+
+@USAGE
+def test_a_usage_record_on_its_own_connections_is_held_to_the_database_constraints(make_key):
+    api_key, _ = make_key()
+    with pytest.raises(IntegrityError):
+        UsageRecord.objects.using("usage").create(
+            api_key=api_key, model="m", status=-1, elapsed=0.1
+        )
+    assert not UsageRecord.objects.exists()
+
+
+@USAGE
 def test_a_usage_write_on_a_dropped_connection_reconnects_and_is_written_once(make_key):
     api_key, _ = make_key()
-    drop_the_connection()
-    usage = UsageRecord(api_key=api_key, model="m", status=200, elapsed=0.1)
-    db.run_again_if_dropped(rows.insert, usage)
+    drop_the_connection("usage")
+    db.run_again_if_dropped(
+        UsageRecord.objects.using("usage").create,
+        api_key=api_key,
+        model="m",
+        status=200,
+        elapsed=0.1,
+    )
     assert UsageRecord.objects.filter(api_key=api_key).count() == 1
 
 

@@ -15,7 +15,7 @@ from core import metrics
 from core.db import release_pooled_connections
 from core.errors import status_and_id
 from core.exceptions import DomainError, InvalidInput, ModelNotAllowed
-from gateway import budgets, embeddings, ratelimit, routing, rows, runtime
+from gateway import budgets, embeddings, ratelimit, routing, runtime
 from gateway.dbthread import in_thread
 from gateway.models import ApiKey, Scope, UsageRecord
 from gateway.services.api_keys import api_key_require_scope
@@ -246,23 +246,20 @@ def _record_usage(
     used_completion = generation.completion_tokens if generation else None
     metrics.observe_tokens(model, used_prompt, used_completion)
     budgets.budget_add(api_key, (used_prompt or 0) + (used_completion or 0))
-    rows.insert(
-        UsageRecord(
-            api_key=api_key,
-            origin=origin,
-            job_id=job_id,
-            model=model,
-            endpoint=generation.endpoint.name if generation else "",
-            status=status,
-            error=error,
-            elapsed=elapsed,
-            prompt_chars=prompt_chars,
-            response_chars=len(generation.text) if generation else 0,
-            prompt_tokens=used_prompt,
-            completion_tokens=used_completion,
-            tokens_estimated=generation.tokens_estimated if generation else False,
-        ),
-        durable=not settings.USAGE_ASYNC_COMMIT,
+    UsageRecord.objects.using(settings.USAGE_DATABASE).create(
+        api_key=api_key,
+        origin=origin,
+        job_id=job_id,
+        model=model,
+        endpoint=generation.endpoint.name if generation else "",
+        status=status,
+        error=error,
+        elapsed=elapsed,
+        prompt_chars=prompt_chars,
+        response_chars=len(generation.text) if generation else 0,
+        prompt_tokens=used_prompt,
+        completion_tokens=used_completion,
+        tokens_estimated=generation.tokens_estimated if generation else False,
     )
 
 
