@@ -168,8 +168,8 @@ def check_facts() -> list[str]:
 
 class Setup:
     """Fills the conversations the driver asks in (``messages_import``) and stores their
-    vectors, made once per distinct text (``conversations.vectors._store``: no public
-    service stores vectors made elsewhere; ``messages_embed`` would make them again)."""
+    vectors, made once per distinct text (``conversations.vectors.message_vectors_store``;
+    ``messages_embed`` would make them again)."""
 
     def __init__(self, key: str, cache: Path) -> None:
         from agents.selectors import profile_get
@@ -202,7 +202,6 @@ class Setup:
 
         from conversations import services, vectors
         from conversations.models import Message
-        from gateway import embeddings
 
         conversation = services.conversation_get_or_create(
             owner_id=self.owner_id, source="bench", scope_type="memory",
@@ -217,15 +216,15 @@ class Setup:
                     for seq in range(start, min(start + 10_000, size + 1))
                 ],
             )  # fmt: skip
-        rows = list(
-            Message.objects.filter(conversation=conversation).values_list(
-                "id", "conversation_id", "seq", "content"
+        stored = list(
+            Message.objects.filter(conversation=conversation).only(
+                "conversation_id", "seq", "content"
             )
         )
-        for start in range(0, len(rows), 5000):
-            part = rows[start : start + 5000]
-            matrix = np.vstack([self.vectors[content] for *_, content in part])
-            vectors._store([(a, b, c) for a, b, c, _ in part], matrix, embeddings.model_id())
+        for start in range(0, len(stored), 5000):
+            part = stored[start : start + 5000]
+            matrix = np.vstack([self.vectors[m.content] for m in part])
+            vectors.message_vectors_store(messages=part, vectors=matrix)
         return scope_id
 
     def analyze(self) -> None:

@@ -95,8 +95,7 @@ def _cases():
 class Setup:
     """Fills the conversations the driver asks in (``messages_import``), dates their messages
     over ``SPAN`` (no service does: by the model) and stores their vectors, made once per
-    distinct text (``conversations.vectors._store``: no public service stores vectors made
-    elsewhere)."""
+    distinct text (``conversations.vectors.message_vectors_store``)."""
 
     def __init__(self, key: str, cache: Path) -> None:
         from agents.selectors import profile_get
@@ -132,7 +131,6 @@ class Setup:
 
         from conversations import services, vectors
         from conversations.models import Message
-        from gateway import embeddings
 
         conversation = services.conversation_get_or_create(
             owner_id=self.owner_id, source="bench", scope_type="abilities",
@@ -152,8 +150,7 @@ class Setup:
         for start in range(0, len(embedded), 5000):
             part = embedded[start : start + 5000]
             matrix = np.vstack([self.vectors[m.content] for m in part])
-            keys = [(m.pk, m.conversation_id, m.seq) for m in part]
-            vectors._store(keys, matrix, embeddings.model_id())
+            vectors.message_vectors_store(messages=part, vectors=matrix)
         return scope_id
 
     def place(self, cases: list, size: int) -> dict[int, str]:

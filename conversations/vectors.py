@@ -89,6 +89,18 @@ def _embed_rows(found: list[tuple[int, str, int, str]], model: str) -> int:
     return len(found)
 
 
+def message_vectors_store(*, messages: list[Message], vectors: np.ndarray) -> int:
+    """Stores vectors made elsewhere by the current embedding model, one row of ``vectors``
+    per message, in order (replacing any of another model): for a caller that has embedded
+    the same texts before and need not have them made again. Returns how many; raises
+    EmbeddingUnavailable."""
+    model = embeddings.model_id()
+    if model is None:
+        raise embeddings.EmbeddingUnavailable("EMBEDDING_BACKEND is none")
+    _store([(m.pk, m.conversation_id, m.seq) for m in messages], vectors, model)
+    return len(messages)
+
+
 def messages_embed_at(*, conversation_id: str, seqs: list[int]) -> int:
     """:func:`messages_embed` for messages of one conversation named by their seqs."""
     ids = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs).values_list(

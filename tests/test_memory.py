@@ -105,6 +105,17 @@ def test_vectors_are_stored_compactly_with_their_model_and_dimension(owner_key):
     assert vectors.pending(conversation_id=conversation.pk, limit=10) == []
 
 
+def test_vectors_made_elsewhere_are_stored_as_the_service_would_store_them(owner_key):  # noqa: F811
+    conversation = conversation_of_facts(owner_key, 10)
+    stored = list(Message.objects.filter(conversation=conversation).order_by("seq"))
+    made = embeddings.embed([m.content for m in stored])
+    assert vectors.message_vectors_store(messages=stored, vectors=made) == 10
+    assert vectors.pending(conversation_id=conversation.pk, limit=10) == []
+    row = MessageEmbedding.objects.get(message=stored[2])
+    assert (row.model, row.seq, row.conversation_id) == (embeddings.model_id(), 3, conversation.pk)
+    assert bytes(row.vector) == vectors.quantize(made[2])
+
+
 def test_the_catch_up_looks_only_past_the_messages_it_found_embedded(owner_key):  # noqa: F811
     conversation = conversation_of_facts(owner_key, 10)
     Message.objects.filter(conversation=conversation).update(
