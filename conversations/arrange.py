@@ -13,7 +13,11 @@
 * **Updates win.** When several hits are about the same thing (about as similar to the
   question as the best hit, and close to it in meaning), the newest of them is marked
   ``most recent`` and placed after the best (rank -1): a value said again later reads as
-  current.
+  current. The older hits of its role about it by meaning alone are replaced by it
+  (``Item.replaced_by``): the builder leaves them out of the prompt and its step lists
+  them, so that a small model cannot answer the stale value. Facts that add up are not
+  replaced: a hit a name reached (``conversations.linked``), or one sharing a capitalised
+  word with the newest.
 * **Dated.** Each line carries its position and its time relative to the new message
   ("3 days ago"), so that the order of what was said is plain.
 """
@@ -21,7 +25,7 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from conversations import linked, selectors, vectors
+from conversations import entities, linked, selectors, vectors
 from conversations.clipping import clip
 from conversations.history import Item, ago
 from conversations.models import Role
@@ -30,6 +34,11 @@ SAME_TOPIC_MARGIN = 0.1
 SAME_MEANING = 0.5
 WIDE_MARGIN = 0.3
 LATEST = "most recent"
+NAME, MEANING = "name", "meaning"
+# A newer hit at most this much less similar to the question than an older one about the
+# same thing replaces it (chosen on the tuning half of bench/memory_abilities.py: a crowd
+# of chat lines about "the dentist appointment", 0.2-0.25 below the fact, must not).
+REPLACE_MARGIN = 0.15
 PARTNER_TOKENS = 24
 CLIP_MARK_ROOM = 16  # the mark that says a message is cut
 PARTNER_OFFSET = {Role.USER: 1, Role.ASSISTANT: -1}
@@ -61,43 +70,91 @@ def _partners(conversation_id: str, hits: list[Item], known: set[int]) -> dict[i
     }
 
 
-def _same_subject(best: Item, hit: Item, closeness: float | None) -> bool:
-    """Whether ``hit`` is about what the best hit is about: a name of the best hit reached
-    it (``conversations.linked``) and it is close to it in meaning; or it is close in
-    meaning (``linked.NEIGHBOUR``) and about as similar to the question (within
-    ``SAME_TOPIC_MARGIN``); or very close (``SAME_MEANING``) and still relevant (within
-    ``WIDE_MARGIN``). ``closeness``: the two messages' similarity, None when one has no
-    vector (then the question's similarities alone decide)."""
+def _relation(best: Item, hit: Item, closeness: float | None) -> str:
+    """How ``hit`` is about what the best hit is about: ``NAME`` when a name of the best
+    hit reached it and it is close to it in meaning (a fact about the same person or
+    thing, not necessarily the same fact); ``MEANING`` when it is close in meaning
+    (``linked.NEIGHBOUR``) and about as similar to the question (within
+    ``SAME_TOPIC_MARGIN``), or very close (``SAME_MEANING``) and still relevant (within
+    ``WIDE_MARGIN``); "" when it is about something else. ``closeness``: the two
+    messages' similarity, None when one has no vector (then the question's similarities
+    alone decide)."""
     near = closeness is None or closeness >= linked.NEIGHBOUR
     if hit.via and hit.via in best.content:
-        return near
+        return NAME if near else ""
     if hit.similarity is None or best.similarity is None:
-        return False
+        return ""
     gap = best.similarity - hit.similarity
     very_near = closeness is not None and closeness >= SAME_MEANING
-    return (near and gap <= SAME_TOPIC_MARGIN) or (very_near and gap <= WIDE_MARGIN)
+    close = (near and gap <= SAME_TOPIC_MARGIN) or (very_near and gap <= WIDE_MARGIN)
+    return MEANING if close else ""
 
 
-def _latest(conversation_id: str, groups: list[list[Item]]) -> int | None:
+def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None, dict[int, int]]:
     """The index of the group whose hit is the newest of several about what the best hit
-    (the most similar to the question) is about (:func:`_same_subject`), the best's own
-    when it is the newest; None when no other hit is about it."""
-    heads = [(i, g[0]) for i, g in enumerate(groups) if g]
-    scored = [(i, hit) for i, hit in heads if hit.similarity is not None]
+    (the most similar to the question) is about (:func:`_relation`): the newest of those
+    about as relevant as the best (within ``REPLACE_MARGIN``), the best's own when it is
+    the newest, else the newest of all; None when no other hit is about it. And the groups
+    it replaces (:func:`_replaced`), only when it is one of those about as relevant."""
+    heads = {i: g[0] for i, g in enumerate(groups) if g}
+    scored = {i: hit for i, hit in heads.items() if hit.similarity is not None}
     if not scored:
-        return None
-    at, best = max(scored, key=lambda pair: pair[1].similarity)
-    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[h.seq for _, h in heads])
+        return None, {}
+    at = max(scored, key=lambda i: scored[i].similarity)
+    best = heads[at]
+    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[h.seq for h in heads.values()])
 
     def closeness(hit: Item) -> float | None:
         if hit.seq in unit and best.seq in unit:
             return float(unit[hit.seq] @ unit[best.seq])
         return None
 
-    same = [
-        (hit.seq, i) for i, hit in heads if i != at and _same_subject(best, hit, closeness(hit))
+    related = {i: _relation(best, hit, closeness(hit)) for i, hit in heads.items() if i != at}
+    same = [i for i, relation in related.items() if relation]
+    if not same:
+        return None, {}
+    related[at] = "" if best.via else MEANING
+    rivals = [i for i in same if i in scored and _rivals(heads[i], best)]
+    latest = max([at, *(rivals or same)], key=lambda i: heads[i].seq)
+    return latest, _replaced(heads, related, latest) if rivals else {}
+
+
+def _rivals(newer: Item, older: Item) -> bool:
+    """Whether ``newer`` is about as relevant to the question as ``older`` (it may answer
+    in its place)."""
+    if newer.similarity is None or older.similarity is None:
+        return False
+    return older.similarity - newer.similarity <= REPLACE_MARGIN
+
+
+def _replaced(heads: dict[int, Item], related: dict[int, str], latest: int) -> dict[int, int]:
+    """The groups, by index, that the newest hit about the thing replaces, with its seq:
+    the older hits of its role about the same thing that it rivals in relevance, when it
+    is about it by meaning (not reached through a name). Facts about one person or thing
+    add up: a hit that shares a capitalised word with it is kept ("My sister is Ana." and
+    "Ana lives in Oslo."; "I drive a red Skoda." and "I sold the Skoda and bought ...")."""
+    newest = heads[latest]
+    if related[latest] != MEANING or newest.via:
+        return {}
+    names = set(entities.capitalised(newest.content))
+
+    def older(hit: Item) -> bool:
+        return hit.seq < newest.seq and hit.role == newest.role and _rivals(newest, hit)
+
+    def apart(hit: Item) -> bool:
+        return not names & set(entities.capitalised(hit.content))
+
+    replaced = [i for i, relation in related.items() if relation and older(heads[i])]
+    replaced = [i for i in replaced if apart(heads[i])]
+    # What a name of a replaced hit reached is about the old value too ("I live in Lyon."
+    # brought "Home for me is Lyon."), unless the newest names it as well.
+    stale = " ".join(heads[i].content for i in replaced)
+    replaced += [
+        i
+        for i, hit in heads.items()
+        if i not in replaced and hit.via and hit.via in stale and older(hit) and apart(hit)
     ]
-    return max([*same, (best.seq, at)])[1] if same else None
+    return dict.fromkeys(replaced, newest.seq)
 
 
 def arrange(
@@ -117,7 +174,7 @@ def arrange(
     paired = sum(1 for group in kept[:paired] if group)
     groups = [group for group in kept if group]
     partners = _partners(conversation_id, [group[0] for group in groups[:paired]], seen)
-    latest = _latest(conversation_id, groups)
+    latest, replaced = _current(conversation_id, groups)
     arranged: list[Item] = []
     for rank, group in enumerate(groups):
         partner = partners.get(group[0].seq)
@@ -133,6 +190,7 @@ def arrange(
                         "when": ago(item.created_at, now) if now else "",
                         "mark": LATEST if marked and item is group[0] else "",
                         "rank": -1 if marked else rank,
+                        "replaced_by": replaced.get(rank),
                     }
                 )
             )

@@ -16,8 +16,10 @@ What goes in, by priority:
 3. the last two messages of the history (the thread of the conversation), within what
    retrieval leaves;
 4. the rolling summary, at most ``SUMMARY_SHARE`` of the budget;
-5. the retrieved messages, best first, in their room; each counted with its ``#seq``
-   number as the chat style shows it, an upper bound for the transcript, which shows none;
+5. the retrieved messages, best first, in their room, but those a newer retrieved one
+   replaces (``conversations.arrange``; the step lists them under ``replaced``); each
+   counted with its ``#seq`` number as the chat style shows it, an upper bound for the
+   transcript, which shows none;
 6. recent messages, newest first, as many as fit.
 
 A thread message or a retrieved message too long for its room is clipped in the prompt
@@ -101,6 +103,8 @@ class Context:
     hidden_line: str = ""
     # The tools the prompt lists: the only ones a model's answer may call.
     tools: list[str] = field(default_factory=list)
+    # Retrieved messages left out because a newer one replaces them (``arrange``).
+    replaced: list[Item] = field(default_factory=list)
 
     @property
     def window_start(self) -> int | None:
@@ -117,6 +121,7 @@ class Context:
             "retrieved_messages": len(self.retrieved),
             "retrieved_tokens": sum(item.cost(numbered=True) for item in self.retrieved),
             "retrieved_seqs": [item.seq for item in self.retrieved],
+            "replaced": [{"seq": item.seq, "by": item.replaced_by} for item in self.replaced],
             "clipped": [
                 {
                     "seq": item.seq,
@@ -238,10 +243,11 @@ def _retrieval_headers() -> int:
 
 
 def _unique(retrieved: Sequence[Item], own_seq: int) -> list[Item]:
+    """The retrieved messages once each, but those a newer one replaces."""
     seen: set[int] = {own_seq}
     unique = []
     for item in retrieved:
-        if item.seq not in seen:
+        if item.seq not in seen and item.replaced_by is None:
             unique.append(item)
             seen.add(item.seq)
     return unique
@@ -331,8 +337,7 @@ def build_context(
 
     ``retrieved`` are older messages loaded by the history tools, best first;
     ``exchange`` this job's tool calls and results, after the new message;
-    ``focus`` the question's keywords: where a clipped message's window starts.
-    """
+    ``focus`` the question's keywords: where a clipped message's window starts."""
     budget = profile.prompt_budget - SAFETY_MARGIN
     fixed = _fixed_part(profile, message, exchange, offer_tools, budget)
     recent, whole = history.take(budget - fixed.cost, keep=MUST_KEEP_RECENT)
@@ -343,7 +348,7 @@ def build_context(
     remaining = budget - fixed.cost
     share_of = MODEL_RETRIEVAL_SHARE if model_retrieved else RETRIEVAL_SHARE
     # Retrieval's room comes first, up to its share: long recent messages cannot take it.
-    retrieved = _unique(retrieved, message.seq)
+    retrieved_all, retrieved = retrieved, _unique(retrieved, message.seq)
     reserve = min(int(remaining * share_of), _retrieved_cost(retrieved))
     thread = _thread(recent[:MUST_KEEP_RECENT], remaining - reserve, focus, fixed.tools)
     remaining -= _total(thread)
@@ -374,4 +379,5 @@ def build_context(
         summary=summary_block(conversation) if summary_cost else "",
         hidden_line=hidden_line(hidden, tools=fixed.tools),
         tools=fixed.listed,
+        replaced=[item for item in retrieved_all if item.replaced_by is not None],
     )

@@ -52,6 +52,9 @@ class Item:
     # reached it, or the seq of the hit it may update.
     via: str = ""
     updates: int | None = None
+    # The seq of the newer retrieved message that replaces this one (``arrange``: the
+    # same thing said again with another value); such a message is left out of the prompt.
+    replaced_by: int | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Item":
