@@ -35,7 +35,9 @@ tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up),
 200,2000) narrow a run.
 
 With ``--model`` (the ``local`` extra), the service runs in front of the embedded model
-for the held-out questions at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``): the
+for the held-out questions at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``;
+``MEMORY_BENCH_MODEL_HALVES=tuning,held_out`` for the tuning questions too, and
+``MEMORY_BENCH_DEBUG=1`` shows each tuning case's prompt and reply on stderr): the
 prompt is then read from the job's first ``model_call`` step (through
 ``agents.selectors.job_get_for_owner``: the HTTP view cuts long texts), and the reply the
 chat stored is right when it contains one of the case's answers (abstention: says it does
@@ -73,6 +75,8 @@ ABILITIES = tuple(
 PER_CONVERSATION = 5
 SPAN = timedelta(days=90)
 RECENT_MARGIN = 120  # planted messages stay this far before the question
+# The halves the embedded model answers with --model (add "tuning" while choosing values).
+MODEL_HALVES = tuple(os.environ.get("MEMORY_BENCH_MODEL_HALVES", "held_out").split(","))
 MODEL_DEPTHS = tuple(
     int(d) for d in os.environ.get("MEMORY_BENCH_MODEL_DEPTH", "200,2000").split(",")
 )
@@ -277,6 +281,14 @@ def judge(case, prompt: str, stats: dict) -> dict:
     return result
 
 
+def _show(case, prompt: str, result: dict, reply: str) -> None:
+    """A tuning case's prompt (from the retrieved block on) and reply, on stderr (held-out
+    cases are never shown)."""
+    at = prompt.find("Earlier in the conversation:")
+    print(f"--- {case.ability}: {case.question} {result}\n{prompt[at:]}\n>>> {reply!r}",
+          file=sys.stderr)  # fmt: skip
+
+
 def abilities(fixture, service, model: bool) -> dict:
     """``service(embedded)``: an Asker on the service in front of the loopback runtime or,
     for the held-out questions the model answers, the embedded one."""
@@ -285,7 +297,7 @@ def abilities(fixture, service, model: bool) -> dict:
         for half in ("tuning", "held_out"):
             if half not in HALVES:
                 continue
-            answer = model and half == "held_out" and depth in MODEL_DEPTHS
+            answer = model and half in MODEL_HALVES and depth in MODEL_DEPTHS
             with service(answer) as asker:
                 for number, group in enumerate(groups(cases, half)):
                     scope_id = fixture.call("group_fill", depth=depth, half=half, number=number)
@@ -295,6 +307,8 @@ def abilities(fixture, service, model: bool) -> dict:
                         if answer:
                             result["reply"] = reply
                             result["right"] = any(a in reply.lower() for a in case.answers)
+                        if half == "tuning" and os.environ.get("MEMORY_BENCH_DEBUG"):
+                            _show(case, prompt, result, reply)
                         key = f"{depth}/{half}/{case.ability}"
                         out.setdefault(key, []).append({"question": case.question, **result})
     return out
