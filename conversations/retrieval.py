@@ -119,9 +119,7 @@ def _names(search: _Search, rows: list[Row], best: list[Row]) -> list[str]:
     meaning and by words, kept or not."""
     names: list[str] = []
     if search.query_vector is not None:
-        # Messages read together are judged against the rank's background alone: the
-        # spread's (``relevance.background``) is for one message.
-        background = relevance.ranked_background(search.similarity)
+        background = relevance.background(search.similarity)
         names = linked.clustered_names(
             best, search.query, search.query_vector, background, search.by_name
         )
@@ -216,12 +214,6 @@ def _without_vector(conversation_id: str, before_seq: int | None, embedded: int)
     return below.count() > embedded
 
 
-def _history(conversation_id: str, before_seq: int | None) -> int:
-    """How many messages the search is over."""
-    below = Message.objects.filter(conversation_id=conversation_id)
-    return (below.filter(seq__lt=before_seq) if before_seq else below).count()
-
-
 def _related(query: str, conversation_id: str, before_seq: int | None) -> dict[str, list[str]]:
     """Words of the unembedded messages related to the query's (``vectors_words``)."""
     try:
@@ -287,11 +279,9 @@ def find_messages(
     known = {row["seq"]: row for row in search.text}
     missing = [seq for seq in ranked[: 2 * limit] if seq not in known]
     known.update(_rows(conversation_id, missing) if missing else {})
-    standout, lead = relevance.standout(similarity)
     floor_of = relevance.Floor(
-        background=relevance.background(similarity, _history(conversation_id, before_seq)),
-        standout=standout,
-        lead=lead,
+        background=relevance.background(similarity),
+        standout=relevance.standout(similarity),
         query_terms=terms(query),
         worded=set(by_words),
         related=search.related,
@@ -299,13 +289,8 @@ def find_messages(
     )
     similarity_of = vectors.lookup(seqs, similarity, ranked)
     rows, dropped = relevance.kept(ranked, known, scores, similarity_of, floor_of, limit)
-    alone = None if rows else relevance.lone(ranked, next(iter(by_meaning), None),
-                                             similarity_of, floor_of)  # fmt: skip
     if expand:
         rows = _linked(search, rows, ranked, known, similarity_of)
-    if alone is not None and alone in known and alone not in {row["seq"] for row in rows}:
-        row = {**known[alone], "score": round(scores[alone], 4)}
-        rows = [{**row, "similarity": round(similarity_of[alone], 4)}, *rows]
-    taken = {row["seq"] for row in rows}
-    dropped = [entry for entry in dropped if entry["seq"] not in taken]
+        taken = {row["seq"] for row in rows}
+        dropped = [entry for entry in dropped if entry["seq"] not in taken]
     return Found(rows, search.mode, search.fallback, dropped)
