@@ -18,9 +18,23 @@ the prompt style, by comparing the reply with the context the model was given:
   uses no word of what the messages about it said beyond the question's own words ("I
   have a code for your locker." after "My locker code is 4821."): it did not answer from
   them. The messages about it (:func:`told_about`) are those that share a word with the
-  question, and those the caller found close to it in meaning.
+  question, and those the caller found close to it in meaning;
+* ``never_said``: such a question names a thing of the user's own ("Where does my sister
+  live?", :func:`asked_subject`) that no message of the user's in the context names, and
+  the reply answers rather than saying it does not know: nothing the model was shown can
+  support an answer, so asking again cannot help;
+* ``elsewhere``: the reply's answer is taken from what the user said about something
+  else: every message of the user's that holds a word of the reply (beyond the question's
+  own) names none of what the question asks about ("Leeds" from "My brother lives in
+  Leeds." to "Where does my sister live?");
+* ``outdated``: a message of the user's after the last one that holds the reply's answer
+  shares a word with the question and names a fact of the same kind as the reply's (a
+  name, a number, a colour, a day, a month) that neither the reply nor that message
+  names: the user may have changed the fact since ("The wedding has been pushed back to
+  September."). Judged for any question that asks to be told something back ("What's the
+  door code?"), of the user's own or not.
 
-The chat agent asks again with sampling, and in the end answers the profile's
+The chat agent asks again (but after ``never_said``), and in the end answers the profile's
 ``unknown_reply`` rather than store such a reply (``conversations.chat_agent``).
 """
 
@@ -69,7 +83,9 @@ MONTHS = _set(
 )
 _CLOSED = COLOURS | DAYS | MONTHS
 # "me" alone is not enough: "tell me something nice" asks about nothing of the user's.
-_FIRST_PERSON = _set("i my mine myself i'm i've")
+_FIRST_PERSON = _set("i my mine myself i'm i've we our ours we're we've")
+# Words that make what follows the user's own thing ("my sister", "our greyhound").
+_OWN = _set("my our")
 _QUESTION_START = _set(
     "what which where who whom whose when how do does did is are was were can could tell "
     "remind name"
@@ -102,6 +118,9 @@ class Borrowed:
             "repeat": "The reply repeats the previous reply.",
             "unsupported": f"The reply names what the user never said{said}.",
             "ungrounded": f"The reply uses nothing of what the conversation said about it{said}.",
+            "never_said": f"The user never said anything of what the question asks about{said}.",
+            "elsewhere": f"The reply answers from what the user said of another thing{said}.",
+            "outdated": f"The user said something newer about it{said}.",
         }[self.problem]
 
 
@@ -167,11 +186,15 @@ def content_words(text: str) -> set[str]:
 def asks_to_recall(context: Context) -> bool:
     """Whether the new message asks to be told back something of the user's own (see
     ``ungrounded``)."""
-    message = context.message.content
-    said_words = set(words(message))
-    recall = bool(_RECALL & set(words(message)[:_RECALL_WORDS]))
-    advice = bool(_ADVICE & said_words)
-    return recall and not advice and asks_about_the_user(message)
+    return asks_back(context.message.content) and asks_about_the_user(context.message.content)
+
+
+def asks_back(message: str) -> bool:
+    """Whether a message asks to be told something ("What/which/where ...?"), not for
+    advice: of the user's own or not ("What's the door code?")."""
+    said_words = words(message)
+    recall = bool(_RECALL & set(said_words[:_RECALL_WORDS]))
+    return recall and not _ADVICE & set(said_words)
 
 
 def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
@@ -195,6 +218,89 @@ def _ungrounded(reply: str, context: Context, about: list[Item]) -> Borrowed | N
     if not told or content_words(reply) & told or _ABSTAINS.search(reply):
         return None
     return Borrowed("ungrounded")
+
+
+def asked_subject(message: str) -> tuple[str, ...]:
+    """What a question names as the user's own, by stem: after the first "my"/"our" (and
+    a common word such as "new"), the owners of a chain and the thing they own ("my
+    sister's wedding": sister, wedding), or the one word that is not common ("my seat
+    number": seat); () when it names nothing uncommon ("my name")."""
+    found = words(message)
+    if not _OWN & set(found):
+        return ()
+    start = next(index for index, word in enumerate(found) if word in _OWN) + 1
+    run: list[str] = []
+    for word in found[start : start + 4]:
+        if word in COMMON or word in _QUESTION_START:
+            if run:
+                break
+            continue
+        run.append(stem(word))
+        if not word.endswith("'s"):
+            break
+    return tuple(run)
+
+
+def user_words(context: Context) -> set[str]:
+    """The stems of the content words the user said before the new message (their messages
+    in the context) and of the summary."""
+    told = [item.content for item in (*context.recent, *context.retrieved) if _users(item, context)]
+    return set().union(content_words(context.summary), *(content_words(text) for text in told))
+
+
+def named(thing: str, told: Collection[str]) -> bool:
+    """Whether a stem is among ``told``, alone or as the last part of a compound ("fish" in
+    "goldfish")."""
+    return any(word == thing or (len(thing) > 2 and word.endswith(thing)) for word in told)
+
+
+def _users(item: Item, context: Context) -> bool:
+    return item.role == "user" and item.seq != context.message.seq
+
+
+def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
+    """``never_said`` or ``elsewhere`` (see the module), for a question that asks to recall
+    something of the user's own; None when the reply says it does not know."""
+    subject = asked_subject(context.message.content)
+    if not subject or _ABSTAINS.search(reply):
+        return None
+    if not named(subject[0], user_words(context)):
+        return Borrowed("never_said", subject[:1])
+    answered = content_words(reply) - content_words(context.message.content)
+    holders = [
+        content_words(item.content)
+        for item in (*context.recent, *context.retrieved)
+        if _users(item, context) and answered & content_words(item.content)
+    ]
+    if holders and not any(named(thing, held) for thing in subject for held in holders):
+        return Borrowed("elsewhere", tuple(sorted(answered & set().union(*holders))))
+    return None
+
+
+def _outdated(reply: str, context: Context) -> Borrowed | None:
+    """``outdated`` (see the module) for a question that asks to recall something, or None."""
+    asked = content_words(context.message.content)
+    answered = content_words(reply) - asked
+    users = [item for item in (*context.recent, *context.retrieved) if _users(item, context)]
+    holding = [item for item in users if answered & content_words(item.content)]
+    if not holding or _ABSTAINS.search(reply):
+        return None
+    last = max(holding, key=lambda item: item.seq)
+    named_before, kinds = _facts(reply) | _facts(last.content), {_kind(f) for f in _facts(reply)}
+    for item in users:
+        later = item.seq > last.seq and asked & content_words(item.content)
+        changed = sorted(f for f in _facts(item.content) - named_before if _kind(f) in kinds)
+        if later and changed:
+            return Borrowed("outdated", tuple(changed))
+    return None
+
+
+def _kind(fact: str) -> str:
+    """A fact's kind (:func:`_facts`): a number, a colour, a day, a month or a name."""
+    if fact.isdigit():
+        return "number"
+    kinds = (("colour", COLOURS), ("day", DAYS), ("month", MONTHS))
+    return next((kind for kind, known in kinds if fact in known), "name")
 
 
 def _same(one: str, other: str) -> bool:
@@ -232,5 +338,6 @@ def borrowed(
         if facts and not facts & shown:
             return Borrowed("unsupported", tuple(sorted(facts)))
     if asks_to_recall(context):
-        return _ungrounded(reply, context, told_about(context, similar))
-    return None
+        found = _unsupported_subject(reply, context) or _outdated(reply, context)
+        return found or _ungrounded(reply, context, told_about(context, similar))
+    return _outdated(reply, context) if asks_back(context.message.content) else None

@@ -24,9 +24,11 @@
    empty once cleaned is asked again, with sampling. So is a reply that borrows from the
    prompt's scaffolding rather than answering (the example conversation's facts, the
    previous reply again, a value the user never gave, nothing of what the user told about
-   what they ask: ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times, the
-   first greedily with the messages asked about shown again last (:func:`focused`); then
-   the profile's ``unknown_reply`` ("I don't know.") is the reply. A model call whose
+   what they ask, an answer taken from what they said of another thing:
+   ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times, the first greedily
+   with the messages asked about shown again last (:func:`focused`); then the profile's
+   ``unknown_reply`` ("I don't know.") is the reply, at once when the user never named
+   what they ask about. A model call whose
    text is not the reply is marked so (``Discard``: its streamed tokens are taken back),
    and an ``unknown_reply`` is given by a note step whose tokens carry it (``Say``): the
    tokens of the step that produced the stored reply are that reply.
@@ -59,6 +61,8 @@ from gateway import embeddings
 
 # Retries of a reply that borrowed from the prompt before the profile's unknown_reply.
 BORROWED_RETRIES = 2
+# What no retry can mend: the unknown_reply at once.
+FINAL = frozenset({"never_said"})
 UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
 # Why a reply step's text was not kept (its step's ``output.discarded``).
 DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
@@ -143,8 +147,9 @@ def focused(turn: ChatTurn, context: Context) -> Context:
 def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Steps:
     """The reply to store: ``text``; or, when it borrows from the prompt rather than
     answering (``conversations.borrowing``), None to ask again, or the profile's
-    ``unknown_reply`` once ``BORROWED_RETRIES`` retries are spent or on the last allowed
-    call. A note says what was borrowed."""
+    ``unknown_reply`` once ``BORROWED_RETRIES`` retries are spent, on the last allowed
+    call, or at once when the user never said what is asked (nothing shown supports an
+    answer). A note says what was borrowed."""
     found = borrowed(text, context, turn.profile.system_prompt, similar_seqs(turn, context))
     if found is None:
         return text
@@ -155,7 +160,7 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
          "reply": text},
     )  # fmt: skip
     yield Discard(DISCARDED_BORROWED)
-    if not last and turn.borrowed <= BORROWED_RETRIES:
+    if not last and turn.borrowed <= BORROWED_RETRIES and found.problem not in FINAL:
         return None
     instead = turn.profile.unknown_reply.strip() or UNKNOWN_REPLY
     # Streamed as the reply is: its tokens are the stored reply.

@@ -8,6 +8,7 @@ import pytest
 
 from agents.models import AgentProfile, Step
 from conversations.borrowing import (
+    asked_subject,
     asks_about_the_user,
     asks_to_recall,
     borrowed,
@@ -140,6 +141,62 @@ def test_what_a_question_asks_about_is_found_by_its_words_or_by_meaning():
     assert borrowed("You admire Vermeer.", told, "", similar={1}) is None
 
 
+def test_a_question_about_a_thing_of_the_users_they_never_named_is_never_said():
+    sister = context("Where does my sister live?", "My brother lives in Leeds.", "Nice.")
+    found = borrowed("Your sister lives in Leeds.", sister, "")
+    assert (found.problem, found.words) == ("never_said", ("sister",))
+    assert borrowed("I don't know.", sister, "") is None
+    assert borrowed("You never told me about your sister.", sister, "") is None
+    # Named as the last part of a compound: said.
+    fish = context("What did I call my fish?", "My goldfish is named Comet.", "Nice.")
+    assert borrowed("You called it Comet.", fish, "") is None
+    # Said only by the assistant: not said by the user.
+    dog = context("What is my dog called?", "I like animals.", "Is your dog called Rex?")
+    assert borrowed("Your dog is called Rex.", dog, "").problem == "never_said"
+
+
+def test_an_answer_taken_from_what_the_user_said_of_another_thing_is_elsewhere():
+    told = ("My sister is called Ann.", "Nice.", "My brother lives in Leeds.", "Good.")
+    sister = context("Where does my sister live?", *told)
+    found = borrowed("Your sister lives in Leeds.", sister, "")
+    assert (found.problem, found.words) == ("elsewhere", ("leed",))
+    wedding = context(
+        "When is my sister's wedding?", "My sister's wedding is in June.", "Nice.",
+        "The wedding has been pushed back to September.", "Oh.",
+    )  # fmt: skip
+    assert borrowed("It is in September.", wedding, "") is None
+
+
+def test_an_answer_the_user_has_changed_since_is_outdated():
+    told = ("The door code is 1234.", "Noted.", "They changed the door code to 9999.", "Ok.")
+    code = context("What's the door code?", *told)
+    found = borrowed("The door code is 1234.", code, "")
+    assert (found.problem, found.words) == ("outdated", ("9999",))
+    assert borrowed("It is 9999.", code, "") is None
+    # A later message on the same thing with a fact of another kind changes nothing.
+    city = context(
+        "Which river do I love most?", "My favourite river is the Danube.", "Nice.",
+        "On Saturday we walked by the river.", "Lovely.",
+    )  # fmt: skip
+    assert borrowed("The Danube.", city, "") is None
+
+
+@pytest.mark.parametrize(
+    ("message", "subject"),
+    [
+        ("Where does my sister live?", ("sister",)),
+        ("When is my sister's wedding?", ("sister", "wedd")),
+        ("What's my new colleague's name?", ("colleagu",)),
+        ("What's my seat number on the train?", ("seat",)),
+        ("What's our greyhound called?", ("greyhound",)),
+        ("What is my name?", ()),
+        ("Where was I born?", ()),
+    ],
+)
+def test_what_a_question_names_as_the_users_own_is_after_my_or_our(message, subject):
+    assert asked_subject(message) == subject
+
+
 @pytest.mark.parametrize(
     ("message", "recall"),
     [
@@ -229,6 +286,19 @@ def test_a_reply_that_keeps_borrowing_becomes_the_profiles_unknown_reply(chat, r
     assert notes(job, "reply_replaced") == [{"reply": "Sorry, I cannot say."}]
     # The first retry shows the colour message again (greedy), the second samples.
     assert temperatures(runtime) == [0, 0, 0.7]
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_an_answer_about_what_the_user_never_named_is_unknown_at_once(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("My brother lives in Leeds.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "Your sister lives in Leeds."
+    job = chat("Where does my sister live?", profile=profile)
+    assert reply(job) == "I don't know."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["never_said"]
+    assert temperatures(runtime) == [0]  # asking again cannot help
 
 
 def test_the_unknown_reply_says_i_dont_know_by_default():
