@@ -244,7 +244,7 @@ def asked_subject(message: str) -> tuple[str, ...]:
 def user_words(context: Context) -> set[str]:
     """The stems of the content words the user said before the new message (their messages
     in the context) and of the summary."""
-    told = [item.content for item in (*context.recent, *context.retrieved) if _users(item, context)]
+    told = [item.content for item in _user_items(context)]
     return set().union(content_words(context.summary), *(content_words(text) for text in told))
 
 
@@ -260,28 +260,44 @@ def _users(item: Item, context: Context) -> bool:
 
 def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     """``never_said`` or ``elsewhere`` (see the module), for a question that asks to recall
-    something of the user's own; None when the reply says it does not know."""
-    subject = asked_subject(context.message.content)
+    something of the user's own; None when the reply says it does not know, or when one of
+    the user's messages that hold the reply's answer may be about what is asked: it names
+    no thing of the user's own ("I parked the car on level 3." to "Where did I leave my
+    vehicle?"), or the same thing (by word, or as a compound's last part)."""
+    question = context.message.content
+    subject = asked_subject(question)
     if not subject or _ABSTAINS.search(reply):
         return None
-    if not named(subject[0], user_words(context)):
-        return Borrowed("never_said", subject[:1])
-    answered = content_words(reply) - content_words(context.message.content)
+    asked = content_words(question)
+    answered = content_words(reply) - asked
     holders = [
-        content_words(item.content)
-        for item in (*context.recent, *context.retrieved)
-        if _users(item, context) and answered & content_words(item.content)
+        item.content for item in _user_items(context) if answered & content_words(item.content)
     ]
-    if holders and not any(named(thing, held) for thing in subject for held in holders):
-        return Borrowed("elsewhere", tuple(sorted(answered & set().union(*holders))))
-    return None
+    others: set[str] = set()
+    for held in holders:
+        own = asked_subject(held)
+        same = any(named(thing, content_words(held)) for thing in subject)
+        if not own or same or any(named(thing, asked) for thing in own):
+            return None
+        others.update(own)
+    if not holders:
+        return None
+    found = tuple(sorted(others))
+    if not named(subject[0], user_words(context)):
+        return Borrowed("never_said", (subject[0], *found))
+    return Borrowed("elsewhere", found)
+
+
+def _user_items(context: Context) -> list[Item]:
+    """The user's messages in the context before the new one."""
+    return [item for item in (*context.recent, *context.retrieved) if _users(item, context)]
 
 
 def _outdated(reply: str, context: Context) -> Borrowed | None:
     """``outdated`` (see the module) for a question that asks to recall something, or None."""
     asked = content_words(context.message.content)
     answered = content_words(reply) - asked
-    users = [item for item in (*context.recent, *context.retrieved) if _users(item, context)]
+    users = _user_items(context)
     holding = [item for item in users if answered & content_words(item.content)]
     if not holding or _ABSTAINS.search(reply):
         return None
