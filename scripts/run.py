@@ -2,7 +2,7 @@
 
 1. Reads ``.env`` if present (variables already in the environment win; empty values
    mean "use the default").
-2. Migrates the database, collects the static files (served by ServeStatic) and makes sure
+2. Migrates the database, collects the static files (served by whitenoise) and makes sure
    a demo key exists: its plain text is kept in ``var/demo_key`` (mode 0600), and a new key
    is made with ``create_api_key`` only when that one is missing, revoked or expired.
 3. Starts, each in its own process group: the embedded model runtime (unless
