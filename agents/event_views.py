@@ -16,14 +16,11 @@ from django.conf import settings
 from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.exceptions import MethodNotAllowed
-from rest_framework.views import APIView
 
 from agents import eventbus, selectors
 from agents.event_serializers import JobStreamEventSerializer
 from agents.examples import JOB_EVENTS
 from agents.models import Job
-from core.errors import to_answer
 from core.exceptions import InvalidInput
 from core.schema import AGENT_KEY, ANY_ENDPOINT, error_responses
 from gateway import services
@@ -31,7 +28,7 @@ from gateway.authentication import ApiKeyAuthentication
 from gateway.models import Scope
 from gateway.openai_sse import event_stream
 from gateway.ratelimit import Bucket, take_slot
-from gateway.views import render
+from gateway.views import AsyncAPIView
 
 # A non-negative integer, of 18 digits at most (larger ids are refused like other text).
 EVENT_ID = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
@@ -102,27 +99,12 @@ async def sse_lines(items: AsyncIterator[eventbus.Event | None]) -> AsyncIterato
         await items.aclose()
 
 
-class StreamView(APIView):
+class StreamView(AsyncAPIView):
     """An async GET whose refusals are the envelope (DRF's class for the schema only)."""
 
     http_method_names = ["get"]
     authentication_classes = (ApiKeyAuthentication,)  # documents the key in the schema
     permission_classes: list = []
-
-    async def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        self.args, self.kwargs, self.request = args, kwargs, request
-        try:
-            if request.method != "GET":
-                raise MethodNotAllowed(request.method)
-            return await self.get(request, *args, **kwargs)
-        except Exception as exc:
-            answer = to_answer(exc)
-            response = render(answer.body(), status=answer.status)
-            for name, value in answer.headers.items():
-                response[name] = value
-            if isinstance(exc, MethodNotAllowed):
-                response["Allow"] = "GET"
-            return response
 
 
 class JobEventsView(StreamView):

@@ -2,28 +2,18 @@
 Django's public middleware API: synchronous and asynchronous, so that under ASGI it runs on
 the event loop and adds no thread to the request."""
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
+from core.http import HybridMiddleware
 
-class ContentLengthMiddleware:
+
+class ContentLengthMiddleware(HybridMiddleware):
     """The outermost middleware but the observer: every answer that is not streamed carries
     a Content-Length, also an error answer made inside the chain (a host outside
     ALLOWED_HOSTS is refused by CommonMiddleware before its own hook could add one): an
     HTTP/1.0 client cannot read a chunked answer."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest):
-        if self.async_mode:
-            return self.__acall__(request)
+    def handle(self, request: HttpRequest) -> HttpResponseBase:
         return with_length(self.get_response(request))
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:

@@ -203,10 +203,10 @@ class JSONBodyParser(JSONParser):
         return parse_json(stream.read() if stream is not None else b"")
 
 
-class RefusingMiddleware:
-    """A middleware that answers a request itself when :meth:`refusal` returns a response,
-    and passes it on otherwise. Synchronous and asynchronous: under ASGI it adds no thread
-    to the request."""
+class HybridMiddleware:
+    """Django's middleware API for a middleware that is synchronous and asynchronous alike:
+    under ASGI it runs on the event loop and adds no thread to the request. A subclass
+    writes :meth:`handle` (the synchronous chain) and ``__acall__`` (the asynchronous one)."""
 
     sync_capable = True
     async_capable = True
@@ -217,9 +217,20 @@ class RefusingMiddleware:
         if self.async_mode:
             markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest):
         if self.async_mode:
             return self.__acall__(request)
+        return self.handle(request)
+
+    def handle(self, request: HttpRequest):
+        raise NotImplementedError
+
+
+class RefusingMiddleware(HybridMiddleware):
+    """A middleware that answers a request itself when :meth:`refusal` returns a response,
+    and passes it on otherwise."""
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
         return self.refusal(request) or self.get_response(request)
 
     async def __acall__(self, request: HttpRequest) -> HttpResponse:

@@ -9,10 +9,10 @@ import functools
 import re
 import time
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
 from core import metrics, requestid, tracing
+from core.http import HybridMiddleware
 
 _CONVERTER = re.compile(r"<(?:[^>:]+:)?([^>]+)>")
 _META_HEADER = "HTTP_X_REQUEST_ID"
@@ -43,19 +43,8 @@ def _label_of(route: str) -> str:
     return _CONVERTER.sub(r"{\1}", route)
 
 
-class RequestObserverMiddleware:
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest):
-        if self.async_mode:
-            return self.__acall__(request)
+class RequestObserverMiddleware(HybridMiddleware):
+    def handle(self, request: HttpRequest) -> HttpResponseBase:
         started, token, span = self.begin(request)
         try:
             if span is None:

@@ -40,37 +40,42 @@ MODEL_CALL_ERRORS: dict[int, tuple[str, ...]] = {
 }
 
 
-class ModelCallView(APIView):
-    """``POST /api.php``: the stateless model endpoint, served asynchronously.
-
-    Checks, in order: body (400 invalid_json), key (401), fields (400 validation_error),
-    scope and model permission (403), rate limit (429); then forwards exactly ``prompt``.
-
-    DRF's views are synchronous. This one keeps DRF's class (the schema is generated from
-    it) and replaces its dispatch with an async one, so that a process holds hundreds of
-    calls in flight: the database work runs in the request's thread and gives its
-    connection back before the model is awaited (``gateway.dbthread``), and a client that
-    goes away cancels the call. Errors become the envelope through the same mapping as
-    everywhere else (``core.errors``), answers are rendered as DRF's JSON renderer does.
-    """
-
-    http_method_names = ["post"]
-    parser_classes: list = []
+class AsyncAPIView(APIView):
+    """A DRF view (its class, for the schema) whose one method is served asynchronously:
+    DRF's dispatch is synchronous, so this one replaces it. Errors become the envelope
+    through the same mapping as everywhere else (``core.errors``), rendered as DRF's JSON
+    renderer does; a method other than the view's one is 405 with ``Allow``."""
 
     async def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         self.args, self.kwargs, self.request = args, kwargs, request
+        (allowed,) = self.http_method_names
         try:
-            if request.method != "POST":
+            if request.method.lower() != allowed:
                 raise MethodNotAllowed(request.method)
-            return await self.post(request)
+            return await getattr(self, allowed)(request, *args, **kwargs)
         except Exception as exc:
             answer = to_answer(exc)
             response = render(answer.body(), status=answer.status)
             for name, value in answer.headers.items():
                 response[name] = value
             if isinstance(exc, MethodNotAllowed):
-                response["Allow"] = "POST"
+                response["Allow"] = allowed.upper()
             return response
+
+
+class ModelCallView(AsyncAPIView):
+    """``POST /api.php``: the stateless model endpoint, served asynchronously.
+
+    Checks, in order: body (400 invalid_json), key (401), fields (400 validation_error),
+    scope and model permission (403), rate limit (429); then forwards exactly ``prompt``.
+
+    Asynchronous, so that a process holds hundreds of calls in flight: the database work
+    runs in the request's thread and gives its connection back before the model is awaited
+    (``gateway.dbthread``), and a client that goes away cancels the call.
+    """
+
+    http_method_names = ["post"]
+    parser_classes: list = []
 
     @extend_schema(
         operation_id="model_call",
