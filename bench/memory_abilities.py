@@ -16,8 +16,9 @@ then deleted (the default profile; search in hybrid mode with the local embedder
 message embedded). A fixture process of the bench's own fills the conversations through
 the public service ``messages_import``.
 
-Figures per ability and depth, the tuning half and the held-out half apart (only the
-held-out half counts: nothing is tuned on it):
+Figures per ability and depth, each half apart (``memory_cases.HALVES``: the tuning half,
+the held-out half of earlier rounds, and the fresh half ``memory_cases.FRESH``; only the
+fresh half counts: nothing is tuned on it):
 
 * extraction, multi-session, assistant: every planted message in the prompt;
 * updates: the current value in the prompt, and "marked": in the prompt, after every
@@ -30,14 +31,15 @@ hybrid mode (tuning: ``memory_cases.CATCH_UP_TUNING``; held-out:
 ``memory_cases.CATCH_UP_HELD_OUT``).
 
 ``MEMORY_BENCH_DEPTHS`` (default 200,2000,10000), ``MEMORY_BENCH_HALVES`` (default
-tuning,held_out), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up),
+tuning,held_out; or e.g. fresh31), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up),
 ``MEMORY_BENCH_ABILITIES`` (default all five) and ``MEMORY_BENCH_MODEL_DEPTH`` (default
 200,2000) narrow a run.
 
 With ``--model`` (the ``local`` extra), the service runs in front of the embedded model
-for the held-out questions at 200 and 2,000 messages (``MEMORY_BENCH_MODEL_DEPTH``;
-``MEMORY_BENCH_MODEL_HALVES=tuning,held_out`` for the tuning questions too, and
-``MEMORY_BENCH_DEBUG=1`` shows each tuning case's prompt and reply on stderr): the
+for the questions of the halves run other than tuning at 200 and 2,000 messages
+(``MEMORY_BENCH_MODEL_DEPTH``; ``MEMORY_BENCH_MODEL_HALVES=tuning,held_out`` chooses, and
+``MEMORY_BENCH_DEBUG=1`` shows each case's prompt and reply on stderr, but the fresh
+half's): the
 prompt is then read from the job's first ``model_call`` step (through
 ``agents.selectors.job_get_for_owner``: the HTTP view cuts long texts), and the reply the
 chat stored is right when it contains one of the case's answers (abstention: says it does
@@ -76,7 +78,8 @@ PER_CONVERSATION = 5
 SPAN = timedelta(days=90)
 RECENT_MARGIN = 120  # planted messages stay this far before the question
 # The halves the embedded model answers with --model (add "tuning" while choosing values).
-MODEL_HALVES = tuple(os.environ.get("MEMORY_BENCH_MODEL_HALVES", "held_out").split(","))
+UNTUNED = ",".join(half for half in HALVES if half != "tuning")
+MODEL_HALVES = tuple(os.environ.get("MEMORY_BENCH_MODEL_HALVES", UNTUNED).split(","))
 MODEL_DEPTHS = tuple(
     int(d) for d in os.environ.get("MEMORY_BENCH_MODEL_DEPTH", "200,2000").split(",")
 )
@@ -111,7 +114,8 @@ class Setup:
         self.owner_id = api_key_authenticate(key).owner_id
         self.profile = profile_get("default")
         self.pool = pool(self.rng)
-        planted = [c for case in self.cases.TUNING + self.cases.HELD_OUT for _, c in case.planted]
+        every = [case for half in self.cases.HALVES.values() for case in half]
+        planted = [c for case in every for _, c in case.planted]
         facts = [f for half in catch_up_facts(self.cases).values() for f, _, _ in half]
         self.vectors = self._embed_all(self.pool + planted + facts, cache)
 
@@ -224,7 +228,7 @@ def groups(cases, half: str) -> list[tuple]:
     """The half's cases of the abilities run (``MEMORY_BENCH_ABILITIES``) in groups of at
     most one per ability (an ability with more cases than the others fills later groups
     alone)."""
-    chosen = cases.TUNING if half == "tuning" else cases.HELD_OUT
+    chosen = cases.HALVES[half]
     by_ability = [[c for c in chosen if c.ability == a] for a in cases.ABILITIES if a in ABILITIES]
     together = itertools.zip_longest(*by_ability)
     return [tuple(case for case in group if case is not None) for group in together]
@@ -282,8 +286,8 @@ def judge(case, prompt: str, stats: dict) -> dict:
 
 
 def _show(case, prompt: str, result: dict, reply: str) -> None:
-    """A tuning case's prompt (from the retrieved block on) and reply, on stderr (held-out
-    cases are never shown)."""
+    """A case's prompt (from the retrieved block on) and reply, on stderr (the fresh half's
+    are never shown)."""
     at = prompt.find("Earlier in the conversation:")
     print(f"--- {case.ability}: {case.question} {result}\n{prompt[at:]}\n>>> {reply!r}",
           file=sys.stderr)  # fmt: skip
@@ -294,9 +298,7 @@ def abilities(fixture, service, model: bool) -> dict:
     for the held-out questions the model answers, the embedded one."""
     cases, out = _cases(), {}
     for depth in DEPTHS:
-        for half in ("tuning", "held_out"):
-            if half not in HALVES:
-                continue
+        for half in HALVES:
             answer = model and half in MODEL_HALVES and depth in MODEL_DEPTHS
             with service(answer) as asker:
                 for number, group in enumerate(groups(cases, half)):
@@ -307,7 +309,7 @@ def abilities(fixture, service, model: bool) -> dict:
                         if answer:
                             result["reply"] = reply
                             result["right"] = any(a in reply.lower() for a in case.answers)
-                        if half == "tuning" and os.environ.get("MEMORY_BENCH_DEBUG"):
+                        if half != cases.FRESH and os.environ.get("MEMORY_BENCH_DEBUG"):
                             _show(case, prompt, result, reply)
                         key = f"{depth}/{half}/{case.ability}"
                         out.setdefault(key, []).append({"question": case.question, **result})
@@ -383,9 +385,7 @@ def report(results: dict[str, dict]) -> None:
     from bench.common import table
 
     cases = _cases()
-    for half in ("held_out", "tuning"):
-        if half not in HALVES:
-            continue
+    for half in HALVES:
         print(f"\n== fact in prompt, {half.replace('_', '-')} cases ==")
         rows = []
         for ability in (a for a in cases.ABILITIES if a in ABILITIES):
@@ -408,18 +408,18 @@ def report(results: dict[str, dict]) -> None:
         )
     answered = {n: r["abilities"] for n, r in results.items()}
     if any("right" in row for r in answered.values() for rows in r.values() for row in rows):
-        for depth in MODEL_DEPTHS:
-            _report_answers(answered, depth)
+        for depth, half in itertools.product(MODEL_DEPTHS, MODEL_HALVES):
+            _report_answers(answered, depth, half)
 
 
-def _report_answers(answered: dict[str, dict], depth: int) -> None:
+def _report_answers(answered: dict[str, dict], depth: int, half: str) -> None:
     from bench.common import table
 
     cases = _cases()
-    at = f"{depth}/held_out/"
+    at = f"{depth}/{half}/"
     if not any(at + a in r for r in answered.values() for a in cases.ABILITIES):
         return
-    print(f"\n== embedded model's answers, held-out, {depth:,} messages ==")
+    print(f"\n== embedded model's answers, {half}, {depth:,} messages ==")
     rows = [[a, *(_share(r.get(at + a, []), "right") for r in answered.values())]
             for a in cases.ABILITIES if a in ABILITIES]  # fmt: skip
     print(table(["ability", *answered], rows))

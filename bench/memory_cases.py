@@ -650,4 +650,102 @@ CATCH_UP_HELD_OUT = [
      "Where does my favourite walking trail start?", "From which spot does the hike I love begin?"),
 ]  # fmt: skip
 
+# The fourth round's updates and assistant-stated cases are tuning material now: their model
+# replies were read (session 30). They stay in HELD_OUT too, so that its figures compare
+# with the earlier sections of bench/RESULTS.md.
+TUNING = TUNING + FRESH_4
+
+# Written in fresh words (fifth round, 2026-11-26, session 31) before anything was changed
+# for "pairs travel together" under updates-win; nothing is tuned on them and no failure of
+# theirs is read before the after-figures are taken.
+FRESH_31 = [
+    Case("updates", _user("I swim at the Aquadrome pool.",
+                          "I gave up the Aquadrome; these days I swim at the Wellsprings baths."),
+         "Which pool do I go swimming at?", ("wellsprings",)),
+    Case("updates", _user("I commute to work by train.",
+                          "I cycle to work now instead of taking the train."),
+         "How do I get to the office?", ("cycl", "bike", "bicycle")),
+    Case("updates", _user("Our broadband provider is Ziggo.",
+                          "We switched our broadband to KPN last week."),
+         "Who provides our internet connection?", ("kpn",)),
+    Case("updates", _user("My favourite author is Haruki Murakami.",
+                          "Murakami has been my favourite writer for years.",
+                          "These days Ursula Le Guin is the author I love most."),
+         "Who is my favourite writer?", ("le guin",)),
+    Case("updates", _user("Our cat Pippin sleeps in the laundry basket.",
+                          "Pippin has started sleeping on top of the wardrobe instead."),
+         "Where does our cat sleep?", ("wardrobe",)),
+    Case("updates", _user("I'm on the night shift this month.",
+                          "They moved me back to the early shift."),
+         "Which shift am I working?", ("early",)),
+    Case("updates", _user("My running club meets in Victoria Park.",
+                          "The running club meets on the canal towpath from now on."),
+         "Where does my running club meet?", ("towpath", "canal")),
+    Case("updates", _user("My mobile plan gives me 10 GB of data.",
+                          "I upgraded my mobile plan to 40 GB a month."),
+         "How much data does my phone contract include?", ("40",)),
+    Case("updates", _user("My sister lives in Nantes.", "My sister relocated to Bordeaux in the spring."),
+         "Which city does my sister live in?", ("bordeaux",)),
+    Case("updates", _user("I drink Earl Grey every afternoon.",
+                          "I've gone off Earl Grey; rooibos is my afternoon tea now."),
+         "What tea do I drink in the afternoon?", ("rooibos",)),
+    Case("assistant", _said("Suggest a name for my vegetable garden blog.", "Call it The Muddy Trowel."),
+         "What title did you propose for my gardening website?", ("trowel",),
+         ("Call it The Muddy Trowel.",)),
+    Case("assistant", _said("How many grams are in 12 ounces?", "12 ounces is roughly 340 grams."),
+         "What weight in metric did you work out for me?", ("340",),
+         ("12 ounces is roughly 340 grams.",)),
+    Case("assistant", _said("Book a taxi to the station for tomorrow.",
+                            "Your taxi is confirmed: pickup at 06:50, driver Kamal."),
+         "At what time will the cab collect me, as you arranged?", ("06:50", "6:50"),
+         ("Your taxi is confirmed: pickup at 06:50, driver Kamal.",)),
+    Case("assistant", _said("What's a quick vegetarian dinner idea?",
+                            "Make a chickpea and spinach curry; it takes twenty minutes."),
+         "Which dish did you recommend for a fast meatless supper?", ("chickpea",),
+         ("Make a chickpea and spinach curry; it takes twenty minutes.",)),
+    Case("assistant", _said("Translate good night into Portuguese.", "Good night in Portuguese is boa noite."),
+         "How did you say I wish someone sweet dreams in the language of Lisbon?", ("boa noite",),
+         ("Good night in Portuguese is boa noite.",)),
+    Case("assistant", _said("Pick a board game for six players.", "Codenames works well for a group of six."),
+         "Which game did you recommend for our party of friends?", ("codenames",),
+         ("Codenames works well for a group of six.",)),
+    Case("assistant", _said("Register me for the webinar on Thursday.",
+                            "You're registered; your attendee code is WB-6127."),
+         "What code did you give me for the online seminar?", ("wb-6127", "6127"),
+         ("You're registered; your attendee code is WB-6127.",)),
+    Case("assistant", _said("How long is the drive from Bristol to Cardiff?",
+                            "Bristol to Cardiff is about 55 minutes by car."),
+         "How long did you estimate the trip into Wales would take?", ("55",),
+         ("Bristol to Cardiff is about 55 minutes by car.",)),
+    Case("assistant", _said("Find me a plumber nearby.", "Flowright Plumbing on Mill Lane can come on Monday."),
+         "Which firm did you find to fix my pipes?", ("flowright",),
+         ("Flowright Plumbing on Mill Lane can come on Monday.",)),
+    Case("assistant", _said("At what temperature does water boil at 3,000 metres?",
+                            "At 3,000 metres water boils at about 90 degrees Celsius."),
+         "What boiling point did you tell me for up in the mountains?", ("90",),
+         ("At 3,000 metres water boils at about 90 degrees Celsius.",)),
+    Case("abstention", _user("My uncle Edwin restores antique clocks."),
+         "What does my aunt do for a living?", ABSTAIN),
+    Case("abstention", _user("We bought the sofa at IKEA."), "Where did we buy our dining table?", ABSTAIN),
+    Case("abstention", _user("My son's dentist is Dr. Patel."), "Who is my daughter's optician?", ABSTAIN),
+    Case("abstention", _user("The heating bill for January was 140 euros."),
+         "How much was our water bill in February?", ABSTAIN),
+    Case("abstention", _user("I learned to ski in Austria."), "Where did I learn to surf?", ABSTAIN),
+    Case("abstention", _user("My wife's birthday is on the 9th of March."),
+         "When is my father's birthday?", ABSTAIN),
+    Case("abstention", _user("Our apartment is on the second floor."),
+         "Which floor is my parents' flat on?", ABSTAIN),
+    Case("abstention", _user("I drink two espressos every morning."),
+         "How many glasses of water do I drink a day?", ABSTAIN),
+    Case("abstention", _user("My colleague Sunita sits next to me."),
+         "What is the name of our team's new intern?", ABSTAIN),
+    Case("abstention", _user("The hamster's cage is in the kids' room."),
+         "Where do we keep the rabbit hutch?", ABSTAIN),
+]  # fmt: skip
+
+# The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the one nothing has been looked
+# at in yet (its prompts are never shown).
+HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31}
+FRESH = "fresh31"
+
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
