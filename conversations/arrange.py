@@ -11,13 +11,17 @@
   message in a transcript, at the end of the system block in chat messages), each
   group in conversation order.
 * **Updates win.** When several hits are about the same thing (about as similar to the
-  question as the best hit, and close to it in meaning), the newest of them is marked
-  ``most recent`` and placed after the best (rank -1): a value said again later reads as
-  current. The older hits of its role about it by meaning alone are replaced by it
-  (``Item.replaced_by``): the builder leaves them out of the prompt and its step lists
-  them, so that a small model cannot answer the stale value. Facts that add up are not
-  replaced: a hit a name reached (``conversations.linked``), or one sharing a capitalised
-  word with the newest.
+  question as the best hit, and close to it in meaning; or close to it and at least as
+  similar to the question as one that is), the newest of them is marked ``most recent``
+  and placed after the best, itself after its partner (ranks -1 and -2): a value said
+  again later reads as current, on the line the model reads last. The older hits of its
+  role about it by meaning alone are replaced by it (``Item.replaced_by``): the builder
+  leaves them out of the prompt and its step lists them, so that a small model cannot
+  answer the stale value. A replaced hit's partner goes with it only when it says the
+  same again (close to it in meaning: "Got it, you live in Lyon."); otherwise it stays
+  (a request replaced by a later chat line about the same thing keeps the reply that
+  stated a fact). Facts that add up are not replaced: a hit a name reached
+  (``conversations.linked``), or one sharing a capitalised word with the newest.
 * **Dated.** Each line carries its position and its time relative to the new message
   ("3 days ago"), so that the order of what was said is plain.
 """
@@ -113,6 +117,14 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     same = [i for i, relation in related.items() if relation]
     if not same:
         return None, {}
+    # A hit close to the best in meaning and at least as similar to the question as one
+    # about the same thing is about it too ("Nakamura Ramen has become my favourite" beside
+    # "My favourite is Bistro Lumière" and, less similar, "Bistro Lumière is still ...").
+    weakest = min((scored[i].similarity for i in same if i in scored), default=1.0)
+    for i in sorted(scored.keys() - {at, *same}):
+        if scored[i].similarity >= weakest and (closeness(scored[i]) or 0.0) >= linked.NEIGHBOUR:
+            related[i] = MEANING
+            same.append(i)
     related[at] = "" if best.via else MEANING
     rivals = [i for i in same if i in scored and _rivals(heads[i], best)]
     latest = max([at, *(rivals or same)], key=lambda i: heads[i].seq)
@@ -157,6 +169,20 @@ def _replaced(heads: dict[int, Item], related: dict[int, str], latest: int) -> d
     return dict.fromkeys(replaced, newest.seq)
 
 
+def _echoes(conversation_id: str, pairs: list[tuple[Item, Item]]) -> set[int]:
+    """The seqs of the partners (of replaced hits) that say what their hit says: close to
+    it in meaning (``linked.NEIGHBOUR``). One without a vector is not known to."""
+    seqs = [item.seq for pair in pairs for item in pair]
+    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=seqs) if pairs else {}
+    return {
+        partner.seq
+        for hit, partner in pairs
+        if hit.seq in unit
+        and partner.seq in unit
+        and float(unit[hit.seq] @ unit[partner.seq]) >= linked.NEIGHBOUR
+    }
+
+
 def arrange(
     conversation_id: str,
     groups: list[list[Item]],
@@ -175,6 +201,8 @@ def arrange(
     groups = [group for group in kept if group]
     partners = _partners(conversation_id, [group[0] for group in groups[:paired]], seen)
     latest, replaced = _current(conversation_id, groups)
+    pairs = [(groups[i][0], partners.get(groups[i][0].seq)) for i in replaced]
+    echoes = _echoes(conversation_id, [(hit, p) for hit, p in pairs if p is not None])
     arranged: list[Item] = []
     for rank, group in enumerate(groups):
         partner = partners.get(group[0].seq)
@@ -183,14 +211,16 @@ def arrange(
             group = [*group, _short(partner, focus)]
         marked = rank == latest
         for item in sorted(group, key=lambda item: item.seq):
+            hit = item is group[0]
+            goes = hit or item.seq in echoes
             arranged.append(
                 Item(
                     **{
                         **item.__dict__,
                         "when": ago(item.created_at, now) if now else "",
-                        "mark": LATEST if marked and item is group[0] else "",
-                        "rank": -1 if marked else rank,
-                        "replaced_by": replaced.get(rank),
+                        "mark": LATEST if marked and hit else "",
+                        "rank": (-2 if hit else -1) if marked else rank,
+                        "replaced_by": replaced.get(rank) if goes else None,
                     }
                 )
             )

@@ -46,7 +46,8 @@ class Item:
     when: str = ""
     mark: str = ""
     # A retrieved message's group rank (0: the best hit and the messages read with it;
-    # -1: a newer hit about the same thing, placed after the best).
+    # -1: a newer hit about the same thing, placed after the best, with its partner; -2:
+    # that hit itself, read last).
     rank: int = 0
     # Why a retrieved message came along (``conversations.linked``): the name that
     # reached it, or the seq of the hit it may update.

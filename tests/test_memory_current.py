@@ -231,3 +231,49 @@ def test_a_long_partner_comes_clipped(owner):  # noqa: F811
     assert (
         partner.clipped_from and partner.tokens <= arrange.PARTNER_TOKENS + arrange.CLIP_MARK_ROOM
     )
+
+
+def test_a_replaced_hits_partner_stays_unless_it_says_the_same_again(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[0], contents[1] = "Book a dentist check-up for me.", "Booked with Dr. Ambrose at 11."
+    contents[40], contents[41] = "I live in Lyon.", "Got it, you live in Lyon now."
+    contents[60], contents[80] = "Ok. (the dentist appointment)", "I moved to Porto last month."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    # A later chat line replaces the request; the reply that stated the fact stays.
+    request = hit(1, "user", contents[0], 0.64, days=90)
+    chatter = hit(61, "user", contents[60], 0.6, days=20)
+    arranged = arrange.arrange(conversation.pk, [[request], [chatter]], timezone.now())
+    assert {item.seq: item.replaced_by for item in arranged} == {61: None, 62: None, 1: 61, 2: None}
+    # A reply that says the stale value again goes with it.
+    lyon = hit(41, "user", contents[40], 0.5, days=60)
+    porto = hit(81, "user", contents[80], 0.45, days=10)
+    arranged = arrange.arrange(conversation.pk, [[lyon], [porto]], timezone.now())
+    assert {item.seq: item.replaced_by for item in arranged} == {81: None, 82: None, 41: 81, 42: 81}
+
+
+def test_a_newer_hit_as_relevant_as_one_about_the_thing_is_about_it_too_and_read_last(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[0] = "My favourite restaurant is Bistro Lumière."
+    contents[4] = "Bistro Lumière is still my favourite place to eat."
+    contents[62] = "Honestly, Nakamura Ramen has become my favourite restaurant."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    first = hit(1, "user", contents[0], 0.61, days=90)
+    again = hit(5, "user", contents[4], 0.43, days=80)
+    newest = hit(63, "user", contents[62], 0.47, days=30)
+    arranged = arrange.arrange(conversation.pk, [[first], [newest], [again]], timezone.now())
+    assert {item.seq: (item.mark, item.replaced_by) for item in arranged if item.seq % 2} == {
+        63: ("most recent", None),
+        1: ("", 63),
+        5: ("", 63),
+    }
+    agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
+    context = build(conversation, agent, "Which restaurant do I like best?", retrieved=arranged)
+    block = transcript(context).split("Earlier in the conversation:\n")[1].split("\n\n")[0]
+    # The current value is the line read last, after its partner.
+    assert block.splitlines()[-3:] == [
+        "#64 (just now) Assistant: " + contents[63],
+        "…",
+        "#63 (1 month ago, most recent) User: " + contents[62],
+    ]
