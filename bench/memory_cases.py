@@ -743,9 +743,77 @@ FRESH_31 = [
          "Where do we keep the rabbit hutch?", ABSTAIN),
 ]  # fmt: skip
 
+# Session 31's fresh multi-session cases (and a few extraction ones), written before any
+# change of that session to retrieval: names, relations and wording new to this file.
+FRESH_31_MULTI = [
+    Case("multi_session", _user("My brother's partner is Svetlana.", "Svetlana teaches chemistry.",
+                                "Svetlana grew up in Novosibirsk."),
+         "What subject does my brother's other half teach, and where is she from?",
+         ("chemistry", "novosibirsk")),
+    Case("multi_session", _user("Our family doctor is Dr. Okonkwo.",
+                                "Dr. Okonkwo only sees patients on weekday mornings.",
+                                "Dr. Okonkwo's surgery is next to the post office."),
+         "When can I see our GP and where is the practice?", ("morning", "post office")),
+    Case("multi_session", _user("My nephew is called Lorenzo.", "Lorenzo is allergic to peanuts.",
+                                "Lorenzo turns seven in August."),
+         "What must my sibling's boy avoid eating, and how old will he be next?",
+         ("peanut", "seven")),
+    Case("multi_session", _user("My squash partner is Beatriz.", "Beatriz books the court for Tuesdays.",
+                                "Beatriz drives a red Fiat."),
+         "On which evening do I play racket sports with my partner, and what car does she have?",
+         ("tuesday", "fiat")),
+    Case("multi_session", _user("The plumber we use is Hamid.", "Hamid's number is 0612 448 390.",
+                                "Hamid doesn't work on Sundays."),
+         "How do I reach the man who fixes our pipes, and which day is he off?",
+         ("448", "sunday")),
+    Case("multi_session", _user("My aunt is Margarethe.", "Margarethe collects porcelain dolls.",
+                                "Margarethe lives by the sea in Brittany."),
+         "What does my mother's sister collect, and which region is she in?",
+         ("porcelain", "brittany")),
+    Case("multi_session", _user("Our cat sitter is Noor.", "Noor charges 15 euros per visit.",
+                                "Noor has a key to the back door."),
+         "What does the woman who looks after our cat cost, and which door can she open?",
+         ("15", "back")),
+    Case("multi_session", _user("My thesis supervisor is Professor Lindqvist.",
+                                "Lindqvist wants the draft by the end of April.",
+                                "Lindqvist's office hours are on Wednesday afternoons."),
+         "When is my draft due to my academic adviser, and when can I drop by?",
+         ("april", "wednesday")),
+    Case("multi_session", _user("My daughter's best friend is Aiyana.", "Aiyana is scared of dogs.",
+                                "Aiyana's mum picks her up at six."),
+         "What is my girl's closest friend afraid of, and when does she get collected?",
+         ("dog", "six")),
+    Case("multi_session", _user("The person who cuts my hair is Dario.",
+                                "Dario moved his salon to Canal Street.",
+                                "Dario is fully booked until the 14th."),
+         "Where is my hairdresser's shop now, and when is he free again?",
+         ("canal", "14")),
+    Case("multi_session", _user("Our new neighbour upstairs is Kwame.", "Kwame plays the saxophone.",
+                                "Kwame works as a nurse at the children's hospital."),
+         "What instrument does the guy above us play, and where does he work?",
+         ("saxophone", "hospital")),
+    Case("multi_session", _user("My book club is run by Ottilie.", "Ottilie picked a Japanese novel for March.",
+                                "Ottilie hosts the meetings in her garden."),
+         "What did the woman who organises our reading group choose, and where do we meet?",
+         ("japanese", "garden")),
+    Case("extraction", _user("I keep my spare house key in the blue flowerpot."),
+         "Where did I hide the extra key to my home?", ("flowerpot",)),
+    Case("extraction", _user("My car's registration is KX19 TRB."), "What is my vehicle's plate?",
+         ("kx19",)),
+    Case("extraction", _user("Our wedding anniversary is on the 22nd of June."),
+         "On what date did my spouse and I get married?", ("22",)),
+    Case("extraction", _user("I take the 7:42 train to work."), "Which departure do I catch for my commute?",
+         ("7:42",)),
+    Case("extraction", _user("My blood type is O negative."), "What type of blood do I have?",
+         ("o negative", "o-")),
+    Case("extraction", _user("The router password is on a sticker under the desk."),
+         "Where can I find the wifi password?", ("sticker", "desk")),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the one nothing has been looked
 # at in yet (its prompts are never shown).
-HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31}
+HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
+          "fresh31m": FRESH_31_MULTI}  # fmt: skip
 FRESH = "fresh31"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
