@@ -94,6 +94,49 @@ CHAT_PAIRS = [
     ),
 ]
 
+# A newcomer's first turns: self-introductions, statements and small talk, each list one
+# conversation told turn by turn (``bench/newcomer.py``). The right reply answers as the
+# assistant: it never takes the user's name or job, nor a name, job or life of its own.
+# Written 2026-11-26 (session 31) in new words, before the changes measured on them.
+NEWCOMER_TALKS = [
+    [
+        "Hello! My name is Tobias and I'm a carpenter.",
+        "I just moved to a small village by the coast.",
+        "The weather here has been windy all week.",
+        "Anyway, nice to chat with you.",
+    ],
+    [
+        "Good evening. I'm Priyanka.",
+        "I teach maths at a secondary school.",
+        "Today the students sat their final exams.",
+        "I'm looking forward to the holidays.",
+    ],
+    [
+        "Hey, I'm Oluwaseun, but everyone calls me Seun.",
+        "I work nights as a security guard.",
+        "My shift starts at ten.",
+        "I listen to podcasts during the quiet hours.",
+    ],
+    [
+        "Hi! Ingrid here, a retired librarian.",
+        "I've got three grandchildren.",
+        "We baked cinnamon buns together yesterday.",
+        "They ate most of them before dinner.",
+    ],
+    [
+        "Morning! I'm Marco and I run a little pizzeria.",
+        "Saturday night was really busy.",
+        "We sold over two hundred pizzas.",
+        "Now I need a long nap.",
+    ],
+    [
+        "Hello there, this is Keiko. I'm new here.",
+        "I design websites for a living.",
+        "My cat keeps walking across my keyboard.",
+        "Just wanted to say hi.",
+    ],
+]
+
 # (task, exact result)
 ARITHMETIC = [
     ("Add 23 to 58, then take away 11.", 70),
