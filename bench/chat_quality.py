@@ -4,6 +4,7 @@
     .venv/bin/python bench/chat_quality.py --tree /tmp/before # another checkout's code
     .venv/bin/python bench/chat_quality.py --pairs 8 --arithmetic 4   # a shorter run
     .venv/bin/python bench/chat_quality.py --max-seconds 600  # no new pair after 10 min
+    .venv/bin/python bench/chat_quality.py --part newcomer    # a newcomer's first turns
 
 A full run (32 pairs, 10 tasks) takes 20 to 40 minutes on the shared 2-core machine: a
 pair is 25 to 75 s (three chats with the fact inside the window, five to seven with it
@@ -33,6 +34,9 @@ unless one answers there already) and talks to it over HTTP only:
   said in that conversation; replies that are the previous reply again while the user
   said something else; and answers to the fact questions that are wrong without saying
   they do not know (they contradict what the user said).
+* **Newcomer turns** (``--part newcomer``, instead of the facts and arithmetic):
+  self-introductions and small talk told turn by turn; the replies that speak as the user
+  or as someone invented, copy the example or repeat themselves (``bench/newcomer.py``).
 * **Arithmetic.** Task jobs such as "What is 17 * 23?" via ``/agent/job/start``; a reply
   is exact when it contains the exact result.
 
@@ -59,6 +63,7 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
+from bench import newcomer  # noqa: E402
 from bench.common import (  # noqa: E402
     ServerConfig,
     create_api_key,
@@ -68,7 +73,7 @@ from bench.common import (  # noqa: E402
     service_env,
     sqlite_database,
 )
-from bench.held_out import CHAT_PAIRS  # noqa: E402
+from bench.held_out import CHAT_PAIRS, NEWCOMER_TALKS  # noqa: E402
 from scripts import embedded_runtime  # noqa: E402
 
 # (fact, question, answer): the answer must appear in the reply (case-insensitive). The
@@ -645,6 +650,20 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def run_newcomer(service: Service, args: argparse.Namespace, started: float) -> int:
+    """The newcomer part: the held-out talks, or the tuning ones (``--pair-set tuning``,
+    where ``--show-borrowed`` prints every reply)."""
+    held_out = args.pair_set == "held-out"
+    talks = NEWCOMER_TALKS if held_out else newcomer.TUNING_TALKS
+    print(f"newcomer turns ({len(talks)} {args.pair_set} talks):", flush=True)
+    show = args.show_borrowed and not held_out
+    figures = newcomer.run_talks(service, talks, started + args.max_seconds, show)
+    print(f"\n{args.model}, {args.prompt_style} prompts (code: {args.tree.resolve()})")
+    newcomer.report(figures)
+    print(f"  ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
@@ -674,6 +693,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only", choices=("inside", "outside"), help="the fact inside the window only, or out"
+    )
+    parser.add_argument(
+        "--part",
+        choices=("facts", "newcomer"),
+        default="facts",
+        help="the fact pairs and arithmetic, or a newcomer's first turns (bench/newcomer.py)",
     )
     parser.add_argument(
         "--show-misses",
@@ -709,6 +734,8 @@ def main(argv: list[str] | None = None) -> int:
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             service = Service(server.url, key)
+            if args.part == "newcomer":
+                return run_newcomer(service, args, started)
             chosen = CHAT_PAIRS if args.pair_set == "held-out" else ALL_TUNING_PAIRS
             pairs = chosen[args.skip_pairs :][: args.pairs]
             print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
