@@ -55,6 +55,21 @@ TUNING_TALKS = [
         "I'm a chef in a hotel kitchen.",
         "Tonight we serve lamb.",
     ],
+    [
+        "Hiya, I'm Agnieszka. I'm a dentist in Krakow.",
+        "I have two teenage sons.",
+        "They both play volleyball.",
+    ],
+    [
+        "Hello! I'm Tomasz, a software tester.",
+        "I work from home on Fridays.",
+        "I like hiking in the mountains.",
+    ],
+    [
+        "Hey there, my name's Chloe.",
+        "I'm a florist.",
+        "Valentine's Day is my busiest day.",
+    ],
 ]
 _NOT_NAMES = "Sorry Glad Happy Not So Here Fine Good Just Very Really Sure Afraid Still Also I"
 # The assistant names itself.
@@ -116,7 +131,10 @@ def run_talks(service, talks: list[list[str]], deadline: float, show: bool) -> d
         for message in talk:
             job = service.chat(f"newcomer-{index}", message)
             figures["turns"] += 1
-            figures["failed"] += job.get("status") != "finished"
+            failed = job.get("status") != "finished"
+            figures["failed"] += failed
+            if show and failed:
+                print(f"    {message[:50]!r} -> [{job.get('status')}: {job.get('error')}]")
             conversation = (job.get("final_result") or {}).get("conversation_id") or conversation
         talk_messages = service.messages(conversation) if conversation else []
         example, repeat, _, _ = borrowed(talk_messages)
