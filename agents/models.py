@@ -47,6 +47,14 @@ class AgentProfile(models.Model):
         "the prompt (its example's facts, the previous reply, a value the user never gave); "
         'left blank, "I don\'t know."',
     )
+    acknowledgement_reply = models.CharField(
+        max_length=200,
+        blank=True,
+        default="Thanks for telling me.",
+        help_text="The same, when the user's message asked nothing (a statement, an "
+        "introduction: the model answered as the user or as someone it made up); left "
+        'blank, "Thanks for telling me."',
+    )
     context_window = models.PositiveIntegerField(
         default=2048, help_text="Tokens the model can read: prompt and answer together."
     )

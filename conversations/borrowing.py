@@ -10,6 +10,10 @@ the prompt style, by comparing the reply with the context the model was given:
   word of its ``User:``/``Assistant:`` lines that is not a common word) which nothing in
   the conversation says;
 * ``repeat``: the reply is the previous reply again, while the user said something else;
+* ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
+  or role the system prompt does not ("Hi there! I'm Sarah." to "Hi there! I'm Nadia.",
+  "I'm a waiter."), or a first-person sentence of it opens as one of the user's ("I work
+  at a bank." after "I work at a school."): it copied the shape of the user's turn;
 * ``unsupported``: the user asks about something of their own ("What is my ...?") and
   every fact the reply names (a name, a number, a colour, a day, a month) is missing from
   the conversation: the model made the answer up, or took another value than the user's;
@@ -34,8 +38,8 @@ the prompt style, by comparing the reply with the context the model was given:
   September."). Judged for any question that asks to be told something back ("What's the
   door code?"), of the user's own or not.
 
-The chat agent asks again (but after ``never_said``), and in the end answers the profile's
-``unknown_reply`` rather than store such a reply (``conversations.chat_agent``).
+The chat agent asks again (but after ``never_said``), then gives the profile's
+``unknown_reply`` or ``acknowledgement_reply`` instead (``conversations.chat_agent``).
 """
 
 import re
@@ -43,57 +47,32 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from conversations.context import Context, Item
+from conversations.persona import speaks_as_someone
+from conversations.wording import (
+    COLOURS,
+    COMMON,
+    DAYS,
+    FIRST_PERSON,
+    MONTHS,
+    SENTENCE_END,
+    WORD,
+    word_set,
+    words,
+)
 
-
-def _set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_SENTENCE_END = re.compile(r"[.!?:;]+\s+|\n+")
-_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 # A line of an example conversation in the system prompt.
 _EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
-# Words too common to be a fact of their own: function words, the small talk of an
-# acknowledgement, and the words of asking and telling.
-COMMON = _set(
-    """
-    a about above after again all also am an and any are as at be been before being below
-    between both but by can could did do does doing don't done down during each else even
-    ever every few for from further get gets go going good got great had has have having he
-    her here hers herself him himself his how i i'm if in into is isn't it it's its itself
-    just know known let like likes liked lot lots lovely made make many may me might mine
-    more most much must my myself need never new nice no nor not now of off oh ok okay on
-    once one only or other our ours out over own please quite really right said same say
-    says see she should so some something sorry sound sounds still such sure tell telling
-    than thank thanks that that's the their theirs them then there these they thing things
-    this those though through to today told too two under until up us very was wasn't way
-    we well went were what when where which while who whom whose why will with would yes
-    yet you you're your yours yourself hear heard glad happy wonderful fine knowing
-    remember remembers called call named name keep keeps kept long time day tomorrow
-    yesterday user assistant answer question example conversation
-    """
-)
-COLOURS = _set(
-    "red orange yellow green blue purple violet pink brown black white grey gray teal "
-    "turquoise cyan magenta beige navy maroon olive gold silver indigo lilac crimson"
-)
-DAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
-MONTHS = _set(
-    "january february march april may june july august september october november december"
-)
 _CLOSED = COLOURS | DAYS | MONTHS
-# "me" alone is not enough: "tell me something nice" asks about nothing of the user's.
-_FIRST_PERSON = _set("i my mine myself i'm i've we our ours we're we've")
 # Words that make what follows the user's own thing ("my sister", "our greyhound").
-_OWN = _set("my our")
-_QUESTION_START = _set(
+_OWN = word_set("my our")
+_QUESTION_START = word_set(
     "what which where who whom whose when how do does did is are was were can could tell "
     "remind name"
 )
 # A question that asks to be told something back, among its first words ("In which city
 # ...?"); one that asks for advice or a suggestion has no answer in the conversation.
-_RECALL = _set("what which where who whom whose when how what's where's who's when's")
-_ADVICE = _set("should could would might recommend suggest suggestion idea ideas")
+_RECALL = word_set("what which where who whom whose when how what's where's who's when's")
+_ADVICE = word_set("should could would might recommend suggest suggestion idea ideas")
 _RECALL_WORDS = 3
 # A reply that says it does not know: honest, never ungrounded.
 _ABSTAINS = re.compile(
@@ -116,16 +95,13 @@ class Borrowed:
         return {
             "example": f"The reply repeats the prompt's example{said}.",
             "repeat": "The reply repeats the previous reply.",
+            "persona": f"The reply speaks as someone other than the assistant{said}.",
             "unsupported": f"The reply names what the user never said{said}.",
             "ungrounded": f"The reply uses nothing of what the conversation said about it{said}.",
             "never_said": f"The user never said anything of what the question asks about{said}.",
             "elsewhere": f"The reply answers from what the user said of another thing{said}.",
             "outdated": f"The user said something newer about it{said}.",
         }[self.problem]
-
-
-def words(text: str) -> list[str]:
-    return [word.replace("\u2019", "'").lower() for word in _WORD.findall(text)]
 
 
 def example_facts(system_prompt: str) -> frozenset[str]:
@@ -148,20 +124,22 @@ def _facts(reply: str) -> set[str]:
     """What a reply names as facts: names (capitalised words within a sentence that are not
     common; a sentence's first word may be any word), numbers, colours, days and months."""
     named = set()
-    for sentence in _SENTENCE_END.split(reply):
-        found = _WORD.findall(sentence)
+    for sentence in SENTENCE_END.split(reply):
+        found = WORD.findall(sentence)
         named |= {word.lower() for word in found[1:] if word[0].isupper()}
     named = {word.replace("\u2019", "'") for word in named} - COMMON
     return named | {w for w in words(reply) if w.isdigit() or w in _CLOSED}
 
 
+def is_question(message: str) -> bool:
+    """Whether a message asks something: it ends in "?" or opens with a question's word."""
+    first = words(message)[:1]
+    return message.rstrip().endswith("?") or bool(_QUESTION_START.intersection(first))
+
+
 def asks_about_the_user(message: str) -> bool:
     """Whether the message asks about something of the user's own ("What is my ...?")."""
-    said_words = words(message)
-    question = message.rstrip().endswith("?") or (
-        bool(said_words) and said_words[0] in _QUESTION_START
-    )
-    return question and bool(_FIRST_PERSON & set(said_words))
+    return is_question(message) and bool(FIRST_PERSON & set(words(message)))
 
 
 def stem(word: str) -> str:
@@ -349,6 +327,9 @@ def borrowed(
         asked, answered = previous
         if _same(reply, answered) and not _same(context.message.content, asked):
             return Borrowed("repeat")
+    told = [item.content for item in (context.message, *_user_items(context))]
+    if persona := speaks_as_someone(reply, told, _EXAMPLE_LINE.sub("", system_prompt)):
+        return Borrowed("persona", persona)
     if asks_about_the_user(context.message.content):
         facts = _facts(reply)
         if facts and not facts & shown:

@@ -27,10 +27,11 @@
    what they ask, an answer taken from what they said of another thing:
    ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times, the first greedily
    with the messages asked about shown again last (:func:`focused`); then the profile's
-   ``unknown_reply`` ("I don't know.") is the reply, at once when the user never named
-   what they ask about. A model call whose
+   ``unknown_reply`` ("I don't know.") is the reply to a question, at once when the user
+   never named what they ask about, and its ``acknowledgement_reply`` ("Thanks for telling
+   me.") to anything else. A model call whose
    text is not the reply is marked so (``Discard``: its streamed tokens are taken back),
-   and an ``unknown_reply`` is given by a note step whose tokens carry it (``Say``): the
+   and the reply given instead is given by a note step whose tokens carry it (``Say``): the
    tokens of the step that produced the stored reply are that reply.
 4. **Store.** The reply is stored once (a service); then, when enough history slid out of
    the window, the oldest of it is folded into the rolling summary (a ``model_call`` step
@@ -46,10 +47,10 @@ from agents.actions import Discard, ModelCall, Note, Say, Steps
 from agents.answers import NOT_OFFERED, RETRY_OPTIONS, parse_answer
 from agents.context import AgentFailure, JobCancelled
 from agents.kinds import agent
-from agents.models import Job, JobKind
+from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
-from conversations.borrowing import asks_to_recall, borrowed, told_about
+from conversations.borrowing import asks_to_recall, borrowed, is_question, told_about
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
@@ -64,6 +65,7 @@ BORROWED_RETRIES = 2
 # What no retry can mend: the unknown_reply at once.
 FINAL = frozenset({"never_said"})
 UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
+ACKNOWLEDGEMENT_REPLY = "Thanks for telling me."  # a profile's acknowledgement_reply left blank
 # Why a reply step's text was not kept (its step's ``output.discarded``).
 DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
 # The messages closest in meaning to the new one, by their vectors: what it may ask about
@@ -144,6 +146,15 @@ def focused(turn: ChatTurn, context: Context) -> Context:
     return replace(context, retrieved=[*context.retrieved, *about], used=context.used + extra)
 
 
+def instead_of_borrowed(profile: AgentProfile, message: str) -> str:
+    """The reply given instead of one that kept borrowing: the profile's ``unknown_reply``
+    to a question, its ``acknowledgement_reply`` to anything else ("I don't know." is no
+    answer to "Hi, I'm Nadia.")."""
+    if is_question(message):
+        return profile.unknown_reply.strip() or UNKNOWN_REPLY
+    return profile.acknowledgement_reply.strip() or ACKNOWLEDGEMENT_REPLY
+
+
 def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Steps:
     """The reply to store: ``text``; or, when it borrows from the prompt rather than
     answering (``conversations.borrowing``), None to ask again, or the profile's
@@ -162,7 +173,7 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
     yield Discard(DISCARDED_BORROWED)
     if not last and turn.borrowed <= BORROWED_RETRIES and found.problem not in FINAL:
         return None
-    instead = turn.profile.unknown_reply.strip() or UNKNOWN_REPLY
+    instead = instead_of_borrowed(turn.profile, context.message.content)
     # Streamed as the reply is: its tokens are the stored reply.
     return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 

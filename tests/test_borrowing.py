@@ -106,6 +106,54 @@ def test_the_previous_reply_again_borrows_unless_the_user_asked_the_same_again()
     assert borrowed("Your cat is Tom.", same, "") is None
 
 
+def test_a_reply_that_names_itself_speaks_as_someone_unless_the_profile_names_it():
+    hello = context("Hi there! I'm Nadia, I work as a nurse.")
+    found = borrowed("Hi there! I'm Sarah.", hello, EXAMPLE)
+    assert (found.problem, found.words) == ("persona", ("Sarah",))
+    assert borrowed("I'm Nadia.", hello, EXAMPLE).words == ("Nadia",)  # the user's name
+    assert borrowed("My name is Alex, nice to meet you.", hello, "").words == ("Alex",)
+    named = "You are Pip, a helpful assistant.\n\nExample:\nUser: Hi, I'm Ann."
+    assert borrowed("Hello Nadia, I'm Pip.", hello, named) is None
+    # A name the example conversation shows is no name of the assistant's.
+    assert borrowed("I'm Ann.", context("Hi!"), named).problem == "example"
+
+
+def test_a_reply_that_says_it_has_a_role_speaks_as_someone():
+    chef = context("I'm a chef in a hotel kitchen.")
+    assert borrowed("I'm a waitress.", chef, EXAMPLE).words == ("waitress",)
+    assert borrowed("Oh, I work as a web designer.", chef, "").words == ("designer",)
+    assert borrowed("I am an engineer at a bank.", chef, "").words == ("engineer",)
+    # The system prompt gives the assistant its role; these say nothing of a role.
+    assert borrowed("I'm a helpful assistant.", chef, "You are a helpful assistant.") is None
+    for fine in ("I'm a bit jealous, that sounds fun.", "I'm a big fan of lamb."):
+        assert borrowed(fine, chef, "") is None
+
+
+def test_a_reply_that_opens_as_the_users_sentences_speaks_as_the_user():
+    wife = context("I live in Utrecht with my wife.")
+    assert borrowed("I live in Utrecht with my wife.", wife, "").words == ("i", "live", "in")
+    later = context("We grow tomatoes.", "I work at a school.", "Nice.")
+    assert borrowed("I work at a bank.", later, "").words == ("i", "work", "at")
+    # Common opening words are anyone's; the assistant may answer in the first person.
+    happy = context("I am happy today.")
+    for fine in ("I am happy to hear it.", "Nice to meet you, Nadia.", "I hope you rest."):
+        assert borrowed(fine, happy, "") is None
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_a_reply_that_keeps_speaking_as_someone_becomes_the_acknowledgement(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Hi there! I'm Sarah."
+    job = chat("Hi there! I'm Nadia, I work as a nurse.", profile=profile)
+    assert reply(job) == "Thanks for telling me."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["persona"] * 3
+    assert temperatures(runtime) == [0, 0.7, 0.7]
+    AgentProfile.objects.filter(name=profile).update(acknowledgement_reply="Noted, Nadia.")
+    assert reply(chat("I had a long shift today. I'm Sarah.", profile=profile)) == "Noted, Nadia."
+    # A question still gets the unknown_reply.
+    assert reply(chat("What is your name?", profile=profile)) == "I don't know."
+
+
 def test_an_answer_about_the_user_that_names_only_what_they_never_said_borrows():
     asked = context("Which hue do I like best?", "My favourite colour is teal.", "Nice.")
     found = borrowed("I like blue.", asked, "")
@@ -306,3 +354,10 @@ def test_an_answer_about_what_the_user_never_named_is_unknown_at_once(chat, runt
 def test_the_unknown_reply_says_i_dont_know_by_default():
     assert AgentProfile.objects.get(name="default").unknown_reply == "I don't know."
     assert chat_profile().unknown_reply == "I don't know."
+
+
+def test_the_acknowledgement_thanks_the_user_by_default():
+    assert AgentProfile.objects.get(name="default").acknowledgement_reply == (
+        "Thanks for telling me."
+    )
+    assert chat_profile().acknowledgement_reply == "Thanks for telling me."

@@ -1,0 +1,49 @@
+"""The words of messages and replies, as the reply checks compare them
+(``conversations.borrowing``, ``conversations.persona``): split into words, and the words
+too common to be a fact of their own."""
+
+import re
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The words of a list written as one string."""
+    return frozenset(text.split())
+
+
+SENTENCE_END = re.compile(r"[.!?:;]+\s+|\n+")
+WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+# Words too common to be a fact of their own: function words, the small talk of an
+# acknowledgement, and the words of asking and telling.
+COMMON = word_set(
+    """
+    a about above after again all also am an and any are as at be been before being below
+    between both but by can could did do does doing don't done down during each else even
+    ever every few for from further get gets go going good got great had has have having he
+    her here hers herself him himself his how i i'm if in into is isn't it it's its itself
+    just know known let like likes liked lot lots lovely made make many may me might mine
+    more most much must my myself need never new nice no nor not now of off oh ok okay on
+    once one only or other our ours out over own please quite really right said same say
+    says see she should so some something sorry sound sounds still such sure tell telling
+    than thank thanks that that's the their theirs them then there these they thing things
+    this those though through to today told too two under until up us very was wasn't way
+    we well went were what when where which while who whom whose why will with would yes
+    yet you you're your yours yourself hear heard glad happy wonderful fine knowing
+    remember remembers called call named name keep keeps kept long time day tomorrow
+    yesterday user assistant answer question example conversation
+    """
+)
+COLOURS = word_set(
+    "red orange yellow green blue purple violet pink brown black white grey gray teal "
+    "turquoise cyan magenta beige navy maroon olive gold silver indigo lilac crimson"
+)
+DAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
+MONTHS = word_set(
+    "january february march april may june july august september october november december"
+)
+# "me" alone is not enough: "tell me something nice" asks about nothing of the user's.
+FIRST_PERSON = word_set("i my mine myself i'm i've we our ours we're we've")
+
+
+def words(text: str) -> list[str]:
+    """The words of a text, lower-cased, a curly apostrophe made straight."""
+    return [word.replace("\u2019", "'").lower() for word in WORD.findall(text)]
