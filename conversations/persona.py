@@ -10,7 +10,7 @@ sentence opens as one of the user's.
 
 import re
 
-from conversations.wording import COMMON, FIRST_PERSON, SENTENCE_END, words
+from conversations.wording import COMMON, FIRST_PERSON, words
 
 # A reply naming itself ("I'm Sarah") or its role ("I'm a waiter."), opening a clause
 # (after "You said:" it reports the user's words).
@@ -25,12 +25,14 @@ _CLAIMS_ROLE = re.compile(
 )
 # The opening words a first-person sentence shares with a user's that copy its shape.
 _MIRRORED_WORDS = 3
+# Where a sentence ends; not at a colon: "Noted: my dog ..." reports the user's words.
+_SENTENCE_END = re.compile(r"[.!?]+\s+|\n+")
 
 
 def _openings(text: str) -> set[tuple[str, ...]]:
     """The first words of each sentence of ``text`` that speaks in the first person, when
     one of them is not a common word ("I am happy ..." is anyone's)."""
-    found = [words(sentence)[:_MIRRORED_WORDS] for sentence in SENTENCE_END.split(text)]
+    found = [words(sentence)[:_MIRRORED_WORDS] for sentence in _SENTENCE_END.split(text)]
     found = [w for w in found if len(w) == _MIRRORED_WORDS and w[0] in FIRST_PERSON]
     return {tuple(w) for w in found if set(w) - COMMON}
 

@@ -132,6 +132,8 @@ def test_a_reply_that_says_it_has_a_role_speaks_as_someone():
 def test_a_reply_that_opens_as_the_users_sentences_speaks_as_the_user():
     wife = context("I live in Utrecht with my wife.")
     assert borrowed("I live in Utrecht with my wife.", wife, "").words == ("i", "live", "in")
+    assert borrowed("Noted: I live in Utrecht with my wife.", wife, "") is None  # reported
+    assert borrowed("You said: my name is Ann.", context("My name is Ann."), "") is None
     later = context("We grow tomatoes.", "I work at a school.", "Nice.")
     assert borrowed("I work at a bank.", later, "").words == ("i", "work", "at")
     # Common opening words are anyone's; the assistant may answer in the first person.
