@@ -43,17 +43,17 @@ class AgentProfile(models.Model):
         max_length=200,
         blank=True,
         default="I don't know.",
-        help_text="A chat's reply when the model's answers, asked again, kept borrowing from "
-        "the prompt (its example's facts, the previous reply, a value the user never gave); "
-        'left blank, "I don\'t know."',
+        help_text="A chat's reply to a question when the model's answers, asked again, kept "
+        "borrowing from the prompt (its example's facts, the previous reply, a value the user "
+        'never gave); left blank, "I don\'t know."',
     )
     acknowledgement_reply = models.CharField(
         max_length=200,
         blank=True,
         default="Thanks for telling me.",
-        help_text="The same, when the user's message asked nothing (a statement, an "
-        "introduction: the model answered as the user or as someone it made up); left "
-        'blank, "Thanks for telling me."',
+        help_text="A chat's reply to anything but a question (a statement, an introduction) "
+        "when the model's answers, asked again, kept borrowing from the prompt or speaking "
+        'as someone other than the assistant; left blank, "Thanks for telling me."',
     )
     context_window = models.PositiveIntegerField(
         default=2048, help_text="Tokens the model can read: prompt and answer together."

@@ -15,10 +15,11 @@ still being written (a chat waits for the one before it) comes after that reply.
 
 Which job events show: the ``token`` events of the steps that write a reply (the model
 calls named ``reply`` and the note ``reply_replaced``, whose text is the profile's
-``unknown_reply``); the ``step`` event that marks such a step's text ``discarded`` (or ends
-it for a run whose worker died, ``attempt``); and the ``failed`` or ``cancelled`` status of
-a chat that stored no reply, which takes back the text of its last reply step. A summary's
-model call writes no reply: its tokens stay in the job's stream.
+``unknown_reply`` or ``acknowledgement_reply``); the ``step`` event that marks such a
+step's text ``discarded`` (or ends it for a run whose worker died, ``attempt``); and the
+``failed`` or ``cancelled`` status of a chat that stored no reply, which takes back the
+text of its last reply step. A summary's model call writes no reply: its tokens stay in the
+job's stream.
 """
 
 import asyncio
