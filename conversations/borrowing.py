@@ -13,7 +13,8 @@ the prompt style, by comparing the reply with the context the model was given:
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
   or role the system prompt does not ("Hi there! I'm Sarah." to "Hi there! I'm Nadia.",
   "I'm a waiter."), or a first-person sentence of it opens as one of the user's ("I work
-  at a bank." after "I work at a school."): it copied the shape of the user's turn;
+  at a bank." after "I work at a school."): it copied the shape of the user's turn (to a
+  question, only a name or role the user never gave: "I'm flying to Oslo." answers);
 * ``unsupported``: the user asks about something of their own ("What is my ...?") and
   every fact the reply names (a name, a number, a colour, a day, a month) is missing from
   the conversation: the model made the answer up, or took another value than the user's;
@@ -328,7 +329,8 @@ def borrowed(
         if _same(reply, answered) and not _same(context.message.content, asked):
             return Borrowed("repeat")
     told = [item.content for item in (context.message, *_user_items(context))]
-    if persona := speaks_as_someone(reply, told, _EXAMPLE_LINE.sub("", system_prompt)):
+    profile_text, question = _EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])
+    if persona := speaks_as_someone(reply, told, profile_text, question=question):
         return Borrowed("persona", persona)
     if asks_about_the_user(context.message.content):
         facts = _facts(reply)

@@ -37,15 +37,23 @@ def _openings(text: str) -> set[tuple[str, ...]]:
     return {tuple(w) for w in found if set(w) - COMMON}
 
 
-def speaks_as_someone(reply: str, told: list[str], profile_text: str) -> tuple[str, ...] | None:
+def speaks_as_someone(
+    reply: str, told: list[str], profile_text: str, *, question: bool
+) -> tuple[str, ...] | None:
     """What shows that ``reply`` speaks as someone other than the assistant: the names or
     roles it gives itself that ``profile_text`` (the system prompt without its example
     conversation) does not; or the opening words of a first-person sentence it shares
-    with one of ``told`` (the user's messages). None when it speaks as the assistant."""
+    with one of ``told`` (the user's messages). None when it speaks as the assistant.
+
+    To a ``question`` the user's own words said back in the first person answer it ("I'm
+    flying to Reykjavik." to "Where am I travelling?"): only a name or role that none of
+    ``told`` gives counts then."""
     own = set(words(profile_text))
+    if question:
+        own.update(*(words(text) for text in told))
     names = [m.group(1) for m in (*_INTRODUCES.finditer(reply), *_CLAIMS_ROLE.finditer(reply))]
     invented = tuple(n for n in names if words(n)[0] not in COMMON | own)
-    if invented:
-        return invented
+    if invented or question:
+        return invented or None
     mirrored = _openings(reply) & set().union(*(_openings(text) for text in told))
     return tuple(sorted(mirrored)[0]) if mirrored else None

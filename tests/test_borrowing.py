@@ -136,6 +136,12 @@ def test_a_reply_that_opens_as_the_users_sentences_speaks_as_the_user():
     assert borrowed("You said: my name is Ann.", context("My name is Ann."), "") is None
     later = context("We grow tomatoes.", "I work at a school.", "Nice.")
     assert borrowed("I work at a bank.", later, "").words == ("i", "work", "at")
+    # To a question, the user's words said back in the first person are the answer; a name
+    # or role the user never gave is not.
+    trip = context("Where am I travelling?", "I'm flying to Oslo. I'm a pilot.", "Nice.")
+    assert borrowed("I'm flying to Oslo.", trip, "") is None
+    assert borrowed("I'm a pilot.", trip, "") is None
+    assert borrowed("I'm Sarah.", trip, "").words == ("Sarah",)
     # Common opening words are anyone's; the assistant may answer in the first person.
     happy = context("I am happy today.")
     for fine in ("I am happy to hear it.", "Nice to meet you, Nadia.", "I hope you rest."):
@@ -151,7 +157,7 @@ def test_a_reply_that_keeps_speaking_as_someone_becomes_the_acknowledgement(chat
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["persona"] * 3
     assert temperatures(runtime) == [0, 0.7, 0.7]
     AgentProfile.objects.filter(name=profile).update(acknowledgement_reply="Noted, Nadia.")
-    assert reply(chat("I had a long shift today. I'm Sarah.", profile=profile)) == "Noted, Nadia."
+    assert reply(chat("I had a long shift today.", profile=profile)) == "Noted, Nadia."
     # A question still gets the unknown_reply.
     assert reply(chat("What is your name?", profile=profile)) == "I don't know."
 
