@@ -37,7 +37,10 @@ the prompt style, by comparing the reply with the context the model was given:
   name, a number, a colour, a day, a month) that neither the reply nor that message
   names: the user may have changed the fact since ("The wedding has been pushed back to
   September."). Judged for any question that asks to be told something back ("What's the
-  door code?"), of the user's own or not.
+  door code?"), of the user's own or not;
+* ``abstained``: to a message that tells something of the user's own or greets and asks
+  nothing ("I just adopted a kitten."), a short reply that only says it does not know
+  ("I don't know."): there was nothing to know.
 
 The chat agent asks again (but after ``never_said``), then gives the profile's
 ``unknown_reply`` or ``acknowledgement_reply`` instead (``conversations.chat_agent``).
@@ -75,6 +78,9 @@ _QUESTION_START = word_set(
 _RECALL = word_set("what which where who whom whose when how what's where's who's when's")
 _ADVICE = word_set("should could would might recommend suggest suggestion idea ideas")
 _RECALL_WORDS = 3
+_GREETING = word_set("hi hello hey")
+# A reply that says no more than it does not know is at most this many words.
+ABSTENTION_WORDS = 8
 # A reply that says it does not know: honest, never ungrounded.
 _ABSTAINS = re.compile(
     r"\b(?:don'?t know|do not know|not sure|no idea|(?:can'?t|cannot) (?:say|tell|remember)"
@@ -102,6 +108,7 @@ class Borrowed:
             "never_said": f"The user never said anything of what the question asks about{said}.",
             "elsewhere": f"The reply answers from what the user said of another thing{said}.",
             "outdated": f"The user said something newer about it{said}.",
+            "abstained": "The reply says it does not know, to a message that asks nothing.",
         }[self.problem]
 
 
@@ -136,6 +143,14 @@ def is_question(message: str) -> bool:
     """Whether a message asks something: it ends in "?" or opens with a question's word."""
     first = words(message)[:1]
     return message.rstrip().endswith("?") or bool(_QUESTION_START.intersection(first))
+
+
+def abstains_unasked(reply: str, message: str) -> bool:
+    """Whether ``reply`` only says it does not know (at most ``ABSTENTION_WORDS`` words)
+    to a message that asks nothing: it opens in the first person or with a greeting."""
+    opening = words(message)[:1]
+    telling = not is_question(message) and bool((FIRST_PERSON | _GREETING) & set(opening))
+    return telling and len(words(reply)) <= ABSTENTION_WORDS and bool(_ABSTAINS.search(reply))
 
 
 def asks_about_the_user(message: str) -> bool:
@@ -332,6 +347,8 @@ def borrowed(
     profile_text, question = _EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])
     if persona := speaks_as_someone(reply, told, profile_text, question=question):
         return Borrowed("persona", persona)
+    if abstains_unasked(reply, context.message.content):
+        return Borrowed("abstained")
     if asks_about_the_user(context.message.content):
         facts = _facts(reply)
         if facts and not facts & shown:

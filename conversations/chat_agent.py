@@ -62,8 +62,8 @@ from gateway import embeddings
 
 # Retries of a reply that borrowed from the prompt before the profile's unknown_reply.
 BORROWED_RETRIES = 2
-# What no retry can mend: the unknown_reply at once.
-FINAL = frozenset({"never_said"})
+# What no retry can mend: the reply given instead at once (instead_of_borrowed).
+FINAL = frozenset({"never_said", "abstained"})
 UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
 ACKNOWLEDGEMENT_REPLY = "Thanks for telling me."  # a profile's acknowledgement_reply left blank
 # Why a reply step's text was not kept (its step's ``output.discarded``).

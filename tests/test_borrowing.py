@@ -359,6 +359,33 @@ def test_an_answer_about_what_the_user_never_named_is_unknown_at_once(chat, runt
     assert temperatures(runtime) == [0]  # asking again cannot help
 
 
+def test_a_reply_that_only_does_not_know_to_a_message_that_asks_nothing_abstained():
+    kitten = context("I just adopted a kitten called Miso.")
+    for reply_text in ("I don't know.", "I'm not sure.", "Sorry, I have no idea."):
+        assert borrowed(reply_text, kitten, "").problem == "abstained"
+    assert borrowed("Hello! I don't know that name.", context("Hi, I'm Nadia."), "").problem == (
+        "abstained"
+    )
+    # A longer reply that says more, and any reply to a question or a request, are not.
+    long = "I don't know much about kittens, but Miso is a lovely name for one."
+    assert borrowed(long, kitten, "") is None
+    for asked in ("What is my cat called?", "Tell me my cat's name.", "The capital of Peru"):
+        assert borrowed("I don't know.", context(asked), "") is None
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_not_knowing_to_a_statement_becomes_the_acknowledgement_at_once(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "I don't know."
+    job = chat("I just adopted a kitten called Miso.", profile=profile)
+    assert reply(job) == "Thanks for telling me."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["abstained"]
+    assert temperatures(runtime) == [0]  # there was nothing to know: not asked again
+    # To a question, not knowing is the honest answer.
+    runtime.reset()
+    assert reply(chat("What is my dog called?", profile=profile)) == "I don't know."
+
+
 def test_the_unknown_reply_says_i_dont_know_by_default():
     assert AgentProfile.objects.get(name="default").unknown_reply == "I don't know."
     assert chat_profile().unknown_reply == "I don't know."
