@@ -111,6 +111,9 @@ class Reply:
     prompt_tokens: int | None = None  # default: len(prompt.split())
     completion_tokens: int | None = None  # default: len(text.split())
     finish_reason: str = "stop"  # Ollama's done_reason / OpenAI's finish_reason
+    # Close the connection without a word, as a server closing a kept-alive connection just
+    # as the request arrives.
+    hang_up: bool = False
 
 
 Script = Callable[[str, dict], "Reply | str"]
@@ -489,6 +492,9 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         stream = bool(body.get("stream", stream_default))
         reply = self.runtime._reply_for(prompt, body)
+        if reply.hang_up:
+            self.close_connection = True
+            return None
         if reply.delay > 0:
             outcome = self._pause(reply.delay)
             if outcome != _OK:

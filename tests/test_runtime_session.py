@@ -7,9 +7,11 @@ import math
 import pytest
 
 from core import requestid
+from core.exceptions import RuntimeUnavailable
 from gateway import routing
 from gateway import runtime as runtime_client
 from gateway.routing import Endpoint
+from tests.runtime_server import Reply
 
 pytestmark = pytest.mark.django_db
 
@@ -64,3 +66,21 @@ def test_cookies_a_runtime_sets_are_never_sent_back(runtime):
         runtime_client.generate_at(routing.default_endpoint(), "test-model", "hi", {})
     first, second = runtime.generate_requests()
     assert "Cookie" not in first.headers and "Cookie" not in second.headers
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_request_the_server_hangs_up_on_before_answering_is_sent_again(runtime, stream):
+    # A kept-alive connection the server closes just as the request goes out on it.
+    hung_up = iter([Reply(hang_up=True), Reply(hang_up=True)])
+    runtime.script = lambda prompt, body: next(hung_up, Reply(text="hello"))
+    streamed = {"on_delta": lambda piece: None} if stream else {}
+    generated = runtime_client.generate("test-model", "hi", **streamed)
+    assert generated.text == "hello"
+    assert len(runtime.generate_requests()) == 3
+
+
+def test_a_server_that_keeps_hanging_up_is_unavailable(runtime):
+    runtime.script = lambda prompt, body: Reply(hang_up=True)
+    with pytest.raises(RuntimeUnavailable):
+        runtime_client.generate_at(_endpoint(runtime), "test-model", "hi", {})
+    assert len(runtime.generate_requests()) == 3

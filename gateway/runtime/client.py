@@ -83,6 +83,23 @@ def transport_error(
     return RuntimeUnavailable(details={"runtime": endpoint.name})
 
 
+# Sends of one request at most, when the server closes the connection before answering.
+SENDS = 3
+
+
+async def send(method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
+    """The response to one request, its body still to read. A server may close a kept-alive
+    connection just as a request goes out on it (llama.cpp's server closes one idle for 5 s;
+    on a busy machine the client sees the close too late): the request is then sent again,
+    on another connection, as long as no answer to it has begun (``SENDS`` in all)."""
+    for _ in range(SENDS - 1):
+        try:
+            return await (await session()).request(method, url, **kwargs)
+        except aiohttp.ServerDisconnectedError:
+            continue
+    return await (await session()).request(method, url, **kwargs)
+
+
 def _body(body: dict[str, Any] | None, headers: dict[str, str]) -> bytes | None:
     if body is None:
         return None
@@ -104,9 +121,10 @@ async def answer(
     headers = headers_for(endpoint)
     data = _body(body, headers)
     try:
-        async with (await session()).request(
+        response = await send(
             method, url, data=data, headers=headers, timeout=timeout(read, connect)
-        ) as response:
+        )
+        async with response:
             return response.status, await response.text()
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise transport_error(exc, endpoint, read) from exc
@@ -137,7 +155,7 @@ async def open_stream(
     headers = headers_for(endpoint)
     data = _body(body, headers)
     try:
-        response = await (await session()).post(url, data=data, headers=headers, timeout=timeout())
+        response = await send("POST", url, data=data, headers=headers, timeout=timeout())
         if response.status != 200:
             status, text = response.status, await response.text()
             response.release()
