@@ -60,7 +60,7 @@ from conversations.selectors import conversation_get, messages_of_job
 from core.exceptions import DomainError
 from gateway import embeddings
 
-# Retries of a reply that borrowed from the prompt before the profile's unknown_reply.
+# Retries of a reply that borrowed from the prompt before the reply given instead.
 BORROWED_RETRIES = 2
 # What no retry can mend: the reply given instead at once (instead_of_borrowed).
 FINAL = frozenset({"never_said", "abstained"})
@@ -157,10 +157,10 @@ def instead_of_borrowed(profile: AgentProfile, message: str) -> str:
 
 def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Steps:
     """The reply to store: ``text``; or, when it borrows from the prompt rather than
-    answering (``conversations.borrowing``), None to ask again, or the profile's
-    ``unknown_reply`` once ``BORROWED_RETRIES`` retries are spent, on the last allowed
-    call, or at once when the user never said what is asked (nothing shown supports an
-    answer). A note says what was borrowed."""
+    answering (``conversations.borrowing``), None to ask again, or the reply given instead
+    (:func:`instead_of_borrowed`) once ``BORROWED_RETRIES`` retries are spent, on the last
+    allowed call, or at once for a kind no retry can mend (``FINAL``). A note says what
+    was borrowed."""
     found = borrowed(text, context, turn.profile.system_prompt, similar_seqs(turn, context))
     if found is None:
         return text
