@@ -73,7 +73,7 @@ from bench.common import (  # noqa: E402
     service_env,
     sqlite_database,
 )
-from bench.held_out import CHAT_PAIRS, NEWCOMER_TALKS  # noqa: E402
+from bench.held_out import CHAT_PAIRS, NEWCOMER_TALKS, SESSION_30_PAIRS  # noqa: E402
 from scripts import embedded_runtime  # noqa: E402
 
 # (fact, question, answer): the answer must appear in the reply (case-insensitive). The
@@ -213,7 +213,13 @@ SECOND_EARLIER_PAIRS = [
     ("My favourite river is the Danube.", "Which river do I love most?", "Danube"),
     ("The plumber is coming on Friday.", "When will the plumber come?", "Friday"),
 ]
-ALL_TUNING_PAIRS = EARLIER_PAIRS + TUNING_PAIRS + PARAPHRASED_TUNING_PAIRS + SECOND_EARLIER_PAIRS
+ALL_TUNING_PAIRS = (
+    EARLIER_PAIRS
+    + TUNING_PAIRS
+    + PARAPHRASED_TUNING_PAIRS
+    + SECOND_EARLIER_PAIRS
+    + SESSION_30_PAIRS
+)
 FILLERS = [
     "Let me tell you about my morning. I woke up early, made some coffee, read the news "
     "for a while, watered the plants on the balcony, answered a few emails about the "

@@ -1,14 +1,14 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-26 (session 30) in new words, the tasks earlier that
+The chat pairs were written on 2026-11-26 (session 32) in new words, the tasks earlier that
 day. The sets these replace were read while changes were made (a failure once looked at is
 no longer held out), so they became tuning sets: ``bench/chat_quality.py``'s
 ``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt,
 parser, check or threshold) is tried on the cases below, and their per-case lines are not
 read before a final run; once one is read to understand a failure, write a fresh set.
 
-The chat pairs ask in other words than the fact was told ("Who do I rent from?" after
-"My landlady's name is Mrs. Abernathy."), some without "my"; six ask about something
+The chat pairs ask in other words than the fact was told ("Who does my accounts?" after
+"My accountant is Ms. Drummond."), some without "my"; six ask about something
 the user never said (the right answer says it does not know), and six tell a fact and
 then its update (the update is the answer).
 """
@@ -16,8 +16,77 @@ then its update (the update is the answer).
 # (told, question, answer): ``told`` is one message or a few told in turn (a fact, then its
 # update); the answer must appear in the reply (case-insensitive). ``answer`` None: the
 # user never said it, and the only right reply says it does not know.
-# Written 2026-11-26 (session 30) in new words, before the changes measured on them.
+# Written 2026-11-26 (session 32) in new words, before the changes measured on them.
 CHAT_PAIRS = [
+    ("My piano is an old Bechstein.", "What make is the piano I own?", "Bechstein"),
+    ("Our allotment is plot 27.", "Which plot number do we rent?", "27"),
+    (
+        "I've booked a cooking course in Bologna.",
+        "Where is the cookery class I signed up for?",
+        "Bologna",
+    ),
+    ("My goddaughter is called Philippa.", "What's my goddaughter's name?", "Philippa"),
+    ("The boiler engineer comes on Friday.", "When is the heating man visiting?", "Friday"),
+    ("My favourite cheese is Stilton.", "Which cheese do I like best?", "Stilton"),
+    ("I coach an under-12 rugby team.", "What sport do I coach?", "rugby"),
+    ("Our holiday cottage is in Connemara.", "Where is our holiday cottage?", "Connemara"),
+    ("My stepson is studying architecture.", "What is my stepson's subject?", "architecture"),
+    ("The bike lock combination is 6381.", "What numbers open the bike lock?", "6381"),
+    ("My accountant is Ms. Drummond.", "Who does my accounts?", "Drummond"),
+    ("I brew my own cider.", "What drink do I make at home?", "cider"),
+    ("My grandmother was a seamstress.", "What was granny's job?", "seamstress"),
+    ("We planted a walnut tree in the garden.", "Which tree did we plant?", "walnut"),
+    ("I sing tenor in the church choir.", "Which voice part do I sing?", "tenor"),
+    ("My phone's case is orange.", "What colour is my phone case?", "orange"),
+    (
+        "Our neighbour's parrot is called Captain.",
+        "What is the neighbour's parrot called?",
+        "Captain",
+    ),
+    ("I did my degree in Aberdeen.", "Which city did I study in?", "Aberdeen"),
+    # Never said: "I don't know" is the right answer.
+    ("My husband works in insurance.", "What does my wife do?", None),
+    ("I have two rabbits.", "What are my hamsters called?", None),
+    ("My niece lives in Cardiff.", "How old is my niece?", None),
+    ("I play chess on Sundays.", "Who is my chess partner?", None),
+    ("Our kitchen has a gas hob.", "What brand is our fridge?", None),
+    ("I went to Crete last summer.", "Which hotel did I stay at in Rome?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        ("My book club meets at Anna's house.", "The book club meets at the library from now on."),
+        "Where does my book club meet?",
+        "library",
+    ),
+    (
+        ("My pension starts at 66.", "I checked again: my pension starts at 67."),
+        "At what age does my pension start?",
+        "67",
+    ),
+    (
+        ("I'm vegetarian.", "I've gone fully vegan since January."),
+        "What diet do I follow?",
+        "vegan",
+    ),
+    (
+        ("My swimming lesson is at 6 pm.", "The pool moved my swimming lesson to 8 pm."),
+        "What time is my swimming lesson?",
+        "8",
+    ),
+    (
+        ("Our cleaner is Dorota.", "Dorota stopped working for us; our new cleaner is Agnieszka."),
+        "Who cleans for us now?",
+        "Agnieszka",
+    ),
+    (
+        ("I work at the post office.", "I quit the post office and started at a garden centre."),
+        "Where do I work?",
+        "garden centre",
+    ),
+]
+
+# Written 2026-11-26 (session 30) in new words; their per-pair lines were read at the end of
+# that session, so they are tuning pairs now (``bench/chat_quality.py``'s ALL_TUNING_PAIRS).
+SESSION_30_PAIRS = [
     (
         "I've been learning Japanese for two years.",
         "Remind me, which language am I studying?",
