@@ -110,7 +110,11 @@ def api_key_authenticate(plain: object) -> ApiKey:
     prefix = keys.prefix_of(plain)
     if prefix is None:
         raise InvalidApiKey()
-    api_key = ApiKey.objects.filter(prefix=prefix).first()
+    try:
+        # get(), not filter().first(): the prefix is unique, and first() would order by id.
+        api_key = ApiKey.objects.get(prefix=prefix)
+    except ApiKey.DoesNotExist:
+        api_key = None
     # The digest is compared whether the prefix exists or not, so that the time a refusal
     # takes does not tell whether a prefix exists.
     if not keys.matches(plain, api_key.key_hash if api_key else keys.UNKNOWN_DIGEST):
