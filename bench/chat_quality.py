@@ -586,7 +586,9 @@ def embedded(port: int, model: embedded_runtime.PackagedModel) -> Iterator[str]:
         yield url
         return
     path = embedded_runtime.ensure_model(PROJECT_DIR / "var" / "models", model)
-    with embedded_runtime.running(path, alias=model.alias, port=port) as started:
+    with embedded_runtime.running(
+        path, alias=model.alias, port=port, transcript_chat=model.transcript_chat
+    ) as started:
         yield started
 
 

@@ -458,8 +458,13 @@ def main(argv: list[str] | None = None) -> int:
             if embedded_runtime.missing_modules():
                 print(f"--model needs the embedded runtime: {embedded_runtime.INSTALL_HINT}")
                 return 2
-            model = embedded_runtime.ensure_model(THIS_TREE / "var" / "models")
-            runtime_url = stack.enter_context(embedded_runtime.running(model))
+            chosen = embedded_runtime.chosen_model()
+            model = embedded_runtime.ensure_model(THIS_TREE / "var" / "models", chosen)
+            runtime_url = stack.enter_context(
+                embedded_runtime.running(
+                    model, alias=chosen.alias, transcript_chat=chosen.transcript_chat
+                )
+            )
         if args.base:
             tree = stack.enter_context(base_checkout(args.base))
             results[f"before ({args.base})"] = run_tree(

@@ -67,7 +67,9 @@ def measure(model: embedded_runtime.PackagedModel, runs: int, threads: int) -> d
     path = embedded_runtime.ensure_model(PROJECT_DIR / "var" / "models", model)
     port = embedded_runtime.free_port()
     url = f"http://{embedded_runtime.HOST}:{port}"
-    argv = embedded_runtime.server_command(path, alias=model.alias, port=port, threads=threads)
+    argv = embedded_runtime.server_command(
+        path, alias=model.alias, port=port, threads=threads, transcript_chat=model.transcript_chat
+    )
     started = time.perf_counter()
     process = subprocess.Popen(
         argv,

@@ -62,6 +62,10 @@ class PackagedModel:
     file: str  # the GGUF file's name
     sha256: str
     assembled: bool  # True: built from chunk packages into var/models; False: used in place
+    # A base model, which knows no chat turns: the server writes chat messages as a plain
+    # transcript and ends a reply where the model starts the user's next turn
+    # (``llama_server.py --transcript-chat``). False: the GGUF's own chat template.
+    transcript_chat: bool = False
 
     @property
     def requirements(self) -> Path:
@@ -79,6 +83,7 @@ MODELS = {
             file="gemma-3-270m-q4_k_m.gguf",
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             assembled=True,
+            transcript_chat=True,
         ),
         PackagedModel(
             name="smollm2-135m",
@@ -190,9 +195,12 @@ def server_command(
     threads: int = 1,
     python: str = sys.executable,
     runtime: str | None = None,
+    transcript_chat: bool = False,
 ) -> list[str]:
     """The argv of a llama.cpp server serving ``model_path`` as ``alias``, with ``runtime``
-    (default: :func:`runtime_module`)."""
+    (default: :func:`runtime_module`); ``transcript_chat``: the model's
+    :attr:`PackagedModel.transcript_chat` (the server built from source has no such
+    setting: it uses the GGUF's template)."""
     runtime = runtime or runtime_module() or PREBUILT
     if runtime == PREBUILT:
         return [
@@ -200,6 +208,7 @@ def server_command(
             str(LAUNCHER),
             *("--model", str(model_path), "--alias", alias, "--host", host),
             *("--port", str(port), "--ctx", str(CONTEXT_TOKENS), "--threads", str(threads)),
+            *(("--transcript-chat",) if transcript_chat else ()),
         ]
     return [
         python,
@@ -277,8 +286,10 @@ def running(
     threads: int = 1,
     log_path: Path | None = None,
     timeout: float = 120.0,
+    transcript_chat: bool = False,
 ) -> Iterator[str]:
     """A llama.cpp server on a loopback port (a free one by default); yields its base URL.
+    ``transcript_chat``: as :func:`server_command`.
 
     Its output goes to ``log_path`` (default: discarded); the last of it is shown if the
     server does not come up.
@@ -286,7 +297,9 @@ def running(
     port = port or free_port()
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
-        server_command(model_path, alias=alias, port=port, threads=threads),
+        server_command(
+            model_path, alias=alias, port=port, threads=threads, transcript_chat=transcript_chat
+        ),
         env=server_env(os.environ),
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -9,6 +9,13 @@ same OpenAI-compatible endpoints as ``llama-server``: ``/v1/completions``,
 loaded and the server listens. This script keeps the process alive until SIGTERM or
 SIGINT, then lets the server shut down. ``scripts/embedded_runtime.py`` builds its
 command line; the flags mean what that module's ``server_command`` documents.
+
+``--transcript-chat`` is for a base model, which was never taught chat turns: the GGUF's
+template (ChatML's ``<|im_start|>`` markers, or none) makes it echo the markers until the
+token limit. With it, ``/v1/chat/completions`` writes the messages as the plain
+transcript the agents use (``User: ...`` / ``Assistant: ...``, a system message first),
+and a reply ends where the model starts the user's next turn: that stop is the server's
+default for a request that sends no ``stop`` of its own (also a raw prompt's).
 """
 
 from __future__ import annotations
@@ -17,6 +24,19 @@ import argparse
 import signal
 import sys
 import threading
+
+# Chat messages as a plain transcript (Jinja, as llama.cpp's server renders templates).
+TRANSCRIPT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- if message.role == 'system' -%}{{ message.content + '\n\n' }}"
+    "{%- elif message.role == 'user' -%}{{ 'User: ' + message.content + '\n' }}"
+    "{%- else -%}{{ 'Assistant: ' + message.content + '\n' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ 'Assistant:' }}{%- endif -%}"
+)
+# Where a transcript reply ends when the request names no stop.
+TRANSCRIPT_STOPS = ["\nUser:"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,6 +47,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ctx", type=int, default=2048, help="context size in tokens")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--transcript-chat", action="store_true", help="chat as a plain transcript (a base model)"
+    )
     return parser.parse_args(argv)
 
 
@@ -46,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     params.cpuparams_batch.n_threads = args.threads
     params.verbosity = 1  # errors only: a request is not worth a line
     params.ui = False  # the API only, no chat page
+    if args.transcript_chat:
+        params.chat_template = TRANSCRIPT_TEMPLATE
+        params.antiprompt = TRANSCRIPT_STOPS
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -316,6 +316,7 @@ def start_children(group: supervisor.Group, plan: Plan, var_dir: Path) -> None:
             port=plan.runtime_port,
             threads=int(raw_threads),
             python=python,
+            transcript_chat=model.transcript_chat,
         )
         group.spawn("runtime", argv, embedded_runtime.server_env(env), wave=1)
     group.say("starting the web server (gunicorn) and the worker (django-q2)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import embedded_runtime
+from scripts import embedded_runtime, llama_server
 
 REQUIREMENTS = embedded_runtime.PROJECT_DIR / "requirements"
 
@@ -55,6 +55,18 @@ def test_the_prebuilt_runtime_and_every_model_package_are_pinned_by_version_and_
     assert list(requirements(REQUIREMENTS / "local-source.txt")) == [
         "llama-cpp-python[server]==0.3.36"
     ]
+
+
+def test_a_base_model_is_served_with_transcript_chat_by_the_prebuilt_server(tmp_path):
+    model = tmp_path / "m.gguf"
+    assert embedded_runtime.MODELS["gemma3-270m"].transcript_chat  # a base model
+    assert not embedded_runtime.MODELS["smollm2-135m"].transcript_chat  # chat-tuned
+    argv = embedded_runtime.server_command(
+        model, alias="m:1", port=9001, python="py", runtime="xllamacpp", transcript_chat=True
+    )
+    assert argv[-1] == "--transcript-chat"
+    assert llama_server.parse_args(argv[2:]).transcript_chat
+    assert not llama_server.parse_args(argv[2:-1]).transcript_chat
 
 
 def test_the_prebuilt_server_and_the_one_built_from_source_get_the_same_settings(tmp_path):

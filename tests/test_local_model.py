@@ -37,7 +37,9 @@ def local_runtime_url(tmp_path_factory) -> Iterator[str]:
 
     model = embedded_runtime.ensure_model(Path(settings.VAR_DIR) / "models", MODEL)
     log = tmp_path_factory.mktemp("local-runtime") / "server.log"
-    with embedded_runtime.running(model, alias=MODEL.alias, log_path=log) as url:
+    with embedded_runtime.running(
+        model, alias=MODEL.alias, log_path=log, transcript_chat=MODEL.transcript_chat
+    ) as url:
         yield url
 
 
@@ -76,6 +78,28 @@ def test_the_real_model_answers_through_api_php(api_client, api_key, local_model
     assert body["response"].strip()
     assert "Paris" in body["response"]
     assert body["usage"]["completion_tokens"] > 0
+
+
+def test_the_base_model_chats_through_the_openai_face(asgi_server, api_key, local_model, settings):
+    """The default model is a base model: its server writes chat messages as a transcript
+    and ends the reply where the user's next turn would start (``--transcript-chat``),
+    instead of echoing chat markers up to the token limit."""
+    import openai
+
+    host, port = asgi_server
+    client = openai.OpenAI(
+        base_url=f"http://{host}:{port}/v1", api_key=api_key, max_retries=0, timeout=120
+    )
+    answer = client.chat.completions.create(
+        model=settings.AGENT_MODEL,
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        temperature=0,
+        max_tokens=64,
+    )
+    text = answer.choices[0].message.content
+    assert "Paris" in text
+    assert "<|im_" not in text and "User:" not in text, text
+    assert answer.choices[0].finish_reason == "stop"
 
 
 def test_an_unknown_model_name_is_refused_not_served_by_the_one_model(
