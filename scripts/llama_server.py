@@ -14,7 +14,7 @@ command line; the flags mean what that module's ``server_command`` documents.
 template (ChatML's ``<|im_start|>`` markers, or none) makes it echo the markers until the
 token limit. With it, ``/v1/chat/completions`` writes the messages as the plain
 transcript the agents use (``User: ...`` / ``Assistant: ...``, a system message first),
-and a reply ends where the model starts the user's next turn: that stop is the server's
+and a reply ends where the model starts another turn: those stops are the server's
 default for a request that sends no ``stop`` of its own (also a raw prompt's).
 """
 
@@ -35,8 +35,9 @@ TRANSCRIPT_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ 'Assistant:' }}{%- endif -%}"
 )
-# Where a transcript reply ends when the request names no stop.
-TRANSCRIPT_STOPS = ["\nUser:"]
+# Where a transcript reply ends when the request names no stop: where the model starts
+# another turn, the user's or its own.
+TRANSCRIPT_STOPS = ["\nUser:", "\nAssistant:"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

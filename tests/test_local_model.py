@@ -82,7 +82,7 @@ def test_the_real_model_answers_through_api_php(api_client, api_key, local_model
 
 def test_the_base_model_chats_through_the_openai_face(asgi_server, api_key, local_model, settings):
     """The default model is a base model: its server writes chat messages as a transcript
-    and ends the reply where the user's next turn would start (``--transcript-chat``),
+    and ends the reply where another turn would start (``--transcript-chat``),
     instead of echoing chat markers up to the token limit."""
     import openai
 
@@ -98,7 +98,7 @@ def test_the_base_model_chats_through_the_openai_face(asgi_server, api_key, loca
     )
     text = answer.choices[0].message.content
     assert "Paris" in text
-    assert "<|im_" not in text and "User:" not in text, text
+    assert "<|im_" not in text and "User:" not in text and "Assistant:" not in text, text
     assert answer.choices[0].finish_reason == "stop"
 
 
