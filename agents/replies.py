@@ -1,10 +1,11 @@
 """Cleaning a model's reply before it is stored.
 
 Small models, base models above all, keep writing after their answer: a ``User:`` turn
-they invent, a copy of a tool list they once saw, the prompt's own headers; and some wrap
-the answer in quotes. None of that is the reply, and stored it would be fed back into
-every later prompt. :func:`clean_reply` removes it; the raw text stays in the model-call
-step. A reply that is empty once cleaned is treated as an empty answer.
+they invent, a copy of a tool list they once saw, the prompt's own headers, the same
+sentence again and again until the token limit; and some wrap the answer in quotes. None
+of that is the reply, and stored it would be fed back into every later prompt.
+:func:`clean_reply` removes it; the raw text stays in the model-call step. A reply that
+is empty once cleaned is treated as an empty answer.
 """
 
 import re
@@ -45,6 +46,10 @@ _QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»", "„": "“"}
 #: How many words before a marker in its sentence the marker takes along.
 MARKER_TAKES_WORDS = 3
 _SENTENCE_END = re.compile("[.!?\u2026][\"'\u201d\u2019)\\]]*\\s+")
+# Where a sentence ends for the loop rule: the end of a sentence, or of a line.
+_SENTENCE_OR_LINE_END = re.compile(f"{_SENTENCE_END.pattern}|\n+")
+# A sentence of at least this many words said again is a loop (a short "Yes." may repeat).
+LOOP_WORDS = 3
 
 
 @dataclass
@@ -134,4 +139,33 @@ def clean_lines(text: str, removed: list[str], *, transcript: bool) -> str:
     lines = _cut_invented_turn(text.splitlines(), removed, transcript=transcript)
     lines = _drop_tool_lines(lines, removed)
     text = "\n".join(line.rstrip() for line in lines).strip()
-    return re.sub(r"\n{3,}", "\n\n", text)
+    return _cut_loop(re.sub(r"\n{3,}", "\n\n", text), removed)
+
+
+def words_of(sentence: str) -> tuple[str, ...]:
+    """A sentence's words, lowercase: what the loop rule compares."""
+    return tuple(re.findall(r"\w+", sentence.lower()))
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s sentences (the last one ends with the text)."""
+    spans, start = [], 0
+    for end in _SENTENCE_OR_LINE_END.finditer(text):
+        spans.append((start, end.end()))
+        start = end.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def _cut_loop(text: str, removed: list[str]) -> str:
+    """The text up to the first sentence (of :data:`LOOP_WORDS` words or more) that says an
+    earlier one again: a model caught in a loop repeats it to the token limit."""
+    seen: set[tuple[str, ...]] = set()
+    for start, end in sentences(text):
+        words = words_of(text[start:end])
+        if len(words) >= LOOP_WORDS and words in seen:
+            removed.append("repeated")
+            return text[:start].rstrip()
+        seen.add(words)
+    return text

@@ -18,7 +18,9 @@ that part is complete):
   sentence that holds it, or from the marker (of six words at most) after the sentence's
   first few words;
 * a reply that starts with a quote, until a quote inside it shows it is not one quoted
-  whole.
+  whole;
+* a sentence being written whose words so far begin an earlier sentence: it may end as
+  that sentence again, which the cleaning cuts (a loop).
 """
 
 import logging
@@ -35,6 +37,8 @@ from agents.replies import (
     CleanReply,
     clean_lines,
     clean_reply,
+    sentences,
+    words_of,
 )
 
 logger = logging.getLogger(__name__)
@@ -135,6 +139,17 @@ class ReplyStream:
         # The sentence being written: a marker still to come cuts it at the marker, or from
         # its start while it is within the first few words (agents.replies._head_end).
         words = [m.end() for m in _WORD.finditer(tail, sentence, limit)]
+        if words and self._may_repeat(start + sentence, start + words[-1]):
+            return start + sentence
         if len(words) > MARKER_TAKES_WORDS + _MARKER_WORDS:
             return start + words[-1 - _MARKER_WORDS]
         return start + sentence if ends else end
+
+    def _may_repeat(self, begun: int, written: int) -> bool:
+        """Whether the sentence begun at ``begun``, its complete words written up to
+        ``written``, starts as an earlier sentence of the raw text does."""
+        so_far = words_of(self.raw[begun:written])
+        return any(
+            words_of(self.raw[start:end])[: len(so_far)] == so_far
+            for start, end in sentences(self.raw[:begun])
+        )

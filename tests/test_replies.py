@@ -44,6 +44,14 @@ from agents.replies import clean_reply
         ("Shopping list:\n- milk: two litres\n- eggs: six", None, []),  # a real list stays
         ("A: yes", "A: yes", []),
         ("", "", []),
+        (
+            "The sea is calm. It is a symbol of hope. It is a symbol of hope. It is a",
+            "The sea is calm. It is a symbol of hope.",
+            ["repeated"],
+        ),
+        ("I like tea.\ni like TEA!", "I like tea.", ["repeated"]),
+        ("Yes. Yes. No.", "Yes. Yes. No.", []),  # too short to be a loop
+        ("It is red. It is red and blue.", None, []),  # another sentence
     ],
 )
 def test_a_reply_is_cleaned_case_by_case(raw, clean, removed):

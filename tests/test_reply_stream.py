@@ -40,6 +40,10 @@ PIECES = [
     "  ",
     "e.g. this",
     "The assistant can use tools",
+    "It is a symbol of the sea.",
+    " It is a symbol",
+    " of the sea",
+    " of the sky and the sea.",
 ]
 
 
@@ -85,3 +89,14 @@ def test_a_long_sentence_streams_before_the_reply_ends():
     shown = [stream.feed(word + " ") for word in ["One.", "Two.", "Three.", "Four"]]
     assert "".join(shown) == "One. Two. Three."
     assert stream.finish()[0] == " Four"
+
+
+def test_a_looping_reply_streams_its_first_saying_and_no_repeat():
+    sentence = " It is a symbol of the power of the sea."
+    raw = "The lighthouse stands tall." + sentence * 4
+    stream = ReplyStream()
+    shown = "".join(stream.feed(word + " ") for word in raw.split(" ") if word)
+    rest, final = stream.finish()
+    assert final.text == "The lighthouse stands tall. It is a symbol of the power of the sea."
+    assert final.removed == ["repeated"]
+    assert (shown + rest).strip() == final.text
