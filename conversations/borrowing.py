@@ -24,6 +24,12 @@ the prompt style, by comparing the reply with the context the model was given:
   have a code for your locker." after "My locker code is 4821."): it did not answer from
   them. The messages about it (:func:`told_about`) are those that share a word with the
   question, and those the caller found close to it in meaning;
+* ``unfounded``: the user asks to be told something back about their own things or about
+  what they told ("Who do I rent from?"; "What does Benedikt do?": a message of theirs
+  holds every word of the question), and no word of the reply beyond the question's own is in
+  anything the user said (their messages in the context and the summary; the assistant's
+  too when the question asks what "you" said): "You rent from this place." after "My
+  landlady's name is Mrs. Abernathy."; "I don't have a code." answers nothing;
 * ``never_said``: such a question names a thing of the user's own ("Where does my sister
   live?", :func:`asked_subject`) that no message of the user's in the context names, and
   the reply answers rather than saying it does not know: nothing the model was shown can
@@ -37,7 +43,10 @@ the prompt style, by comparing the reply with the context the model was given:
   name, a number, a colour, a day, a month) that neither the reply nor that message
   names: the user may have changed the fact since ("The wedding has been pushed back to
   September."). Judged for any question that asks to be told something back ("What's the
-  door code?"), of the user's own or not;
+  door code?"), of the user's own or not. To a question of the user's own, a later message
+  that says they changed something of theirs ("I just moved to Valencia.", "I sold the
+  Peugeot and bought a Mazda.") is on the same subject without a shared word, unless it
+  names another thing of theirs ("I moved my sister's piano.");
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -53,32 +62,39 @@ from dataclasses import dataclass
 from conversations.context import Context, Item
 from conversations.persona import speaks_as_someone
 from conversations.wording import (
-    COLOURS,
     COMMON,
-    DAYS,
     FIRST_PERSON,
-    MONTHS,
-    SENTENCE_END,
-    WORD,
+    QUESTION_START,
+    content_words,
+    fact_kind,
+    facts,
+    stem,
     word_set,
     words,
 )
 
 # A line of an example conversation in the system prompt.
 _EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
-_CLOSED = COLOURS | DAYS | MONTHS
 # Words that make what follows the user's own thing ("my sister", "our greyhound").
 _OWN = word_set("my our")
-_QUESTION_START = word_set(
-    "what which where who whom whose when how do does did is are was were can could tell "
-    "remind name"
-)
 # A question that asks to be told something back, among its first words ("In which city
 # ...?"); one that asks for advice or a suggestion has no answer in the conversation.
 _RECALL = word_set("what which where who whom whose when how what's where's who's when's")
 _ADVICE = word_set("should could would might recommend suggest suggestion idea ideas")
 _RECALL_WORDS = 3
 _GREETING = word_set("hi hello hey")
+# A message of the user's telling they changed something of theirs ("I just moved to ...").
+_CHANGED = re.compile(
+    r"\b(?:i|we)(?:['\u2019](?:ve|d)| have| had)?(?: \w+)? (?:moved|relocated|switched|"
+    r"changed|swapped|sold|bought|replaced|traded)\b",
+    re.IGNORECASE,
+)
+# A question that asks for more talk on a subject, not for a fact.
+_FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
+# Words by which a question asks what the assistant said.
+_SECOND_PERSON = word_set("you your you're you've")
+# Numbers in words, facts although common ("two"): the reply's "two" matches the user's.
+_NUMBER_WORDS = word_set("one two three four five six seven eight nine ten eleven twelve")
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
 # A reply that says it does not know: honest, never ungrounded.
@@ -105,6 +121,7 @@ class Borrowed:
             "persona": f"The reply speaks as someone other than the assistant{said}.",
             "unsupported": f"The reply names what the user never said{said}.",
             "ungrounded": f"The reply uses nothing of what the conversation said about it{said}.",
+            "unfounded": "The reply names nothing the user said.",
             "never_said": f"The user never said anything of what the question asks about{said}.",
             "elsewhere": f"The reply answers from what the user said of another thing{said}.",
             "outdated": f"The user said something newer about it{said}.",
@@ -128,21 +145,10 @@ def said(context: Context) -> set[str]:
     return {word for text in texts for word in words(text)}
 
 
-def _facts(reply: str) -> set[str]:
-    """What a reply names as facts: names (capitalised words within a sentence that are not
-    common; a sentence's first word may be any word), numbers, colours, days and months."""
-    named = set()
-    for sentence in SENTENCE_END.split(reply):
-        found = WORD.findall(sentence)
-        named |= {word.lower() for word in found[1:] if word[0].isupper()}
-    named = {word.replace("\u2019", "'") for word in named} - COMMON
-    return named | {w for w in words(reply) if w.isdigit() or w in _CLOSED}
-
-
 def is_question(message: str) -> bool:
     """Whether a message asks something: it ends in "?" or opens with a question's word."""
     first = words(message)[:1]
-    return message.rstrip().endswith("?") or bool(_QUESTION_START.intersection(first))
+    return message.rstrip().endswith("?") or bool(QUESTION_START.intersection(first))
 
 
 def abstains_unasked(reply: str, message: str) -> bool:
@@ -156,25 +162,6 @@ def abstains_unasked(reply: str, message: str) -> bool:
 def asks_about_the_user(message: str) -> bool:
     """Whether the message asks about something of the user's own ("What is my ...?")."""
     return is_question(message) and bool(FIRST_PERSON & set(words(message)))
-
-
-def stem(word: str) -> str:
-    """A word without a possessive, a plural or verb ending, or a final e, to compare
-    forms ("leaves", "leave"; "coming", "come")."""
-    word = word.removesuffix("'s")
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if len(word) > 3 and word.endswith("e") else word
-
-
-def content_words(text: str) -> set[str]:
-    """The stems of the words that can carry a fact: not common, numbers and the closed
-    words (colours, days, months) included."""
-    found = words(text)
-    kept = {w for w in found if w not in COMMON and w not in _QUESTION_START and len(w) > 2}
-    return {stem(w) for w in kept | {w for w in found if w.isdigit() or w in _CLOSED}}
 
 
 def asks_to_recall(context: Context) -> bool:
@@ -193,14 +180,18 @@ def asks_back(message: str) -> bool:
 
 def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
     """The messages of the context (recent and retrieved) that the new message asks about:
-    those sharing a word with it, and those whose seq is in ``similar``."""
+    those sharing a word with it, those whose seq is in ``similar``, and, to a question of
+    the user's own, the user's that say they changed something of theirs ("I just moved
+    to Valencia." to "Where do I live now?")."""
     asked = content_words(context.message.content)
+    own = asks_about_the_user(context.message.content)
     seen: set[int] = set()
     found = []
     for item in (*context.recent, *context.retrieved):
         if item.seq in seen or item.seq == context.message.seq:
             continue
-        if item.seq in similar or asked & content_words(item.content):
+        changed = own and item.role == "user" and _changed_own(item, asked)
+        if item.seq in similar or asked & content_words(item.content) or changed:
             seen.add(item.seq)
             found.append(item)
     return found
@@ -225,7 +216,7 @@ def asked_subject(message: str) -> tuple[str, ...]:
     start = next(index for index, word in enumerate(found) if word in _OWN) + 1
     run: list[str] = []
     for word in found[start : start + 4]:
-        if word in COMMON or word in _QUESTION_START:
+        if word in COMMON or word in QUESTION_START:
             if run:
                 break
             continue
@@ -296,21 +287,56 @@ def _outdated(reply: str, context: Context) -> Borrowed | None:
     if not holding or _ABSTAINS.search(reply):
         return None
     last = max(holding, key=lambda item: item.seq)
-    named_before, kinds = _facts(reply) | _facts(last.content), {_kind(f) for f in _facts(reply)}
+    # The reply's facts, and those of the message it took them from ("Bilbao." opens with it).
+    taken = facts(reply) | (facts(last.content) & set(words(reply)))
+    named_before, kinds = taken | facts(last.content), {fact_kind(f) for f in taken}
+    own = asks_about_the_user(context.message.content)
     for item in users:
-        later = item.seq > last.seq and asked & content_words(item.content)
-        changed = sorted(f for f in _facts(item.content) - named_before if _kind(f) in kinds)
-        if later and changed:
+        on_it = asked & content_words(item.content) or (own and _changed_own(item, asked))
+        changed = sorted(f for f in facts(item.content) - named_before if fact_kind(f) in kinds)
+        if item.seq > last.seq and on_it and changed:
             return Borrowed("outdated", tuple(changed))
     return None
 
 
-def _kind(fact: str) -> str:
-    """A fact's kind (:func:`_facts`): a number, a colour, a day, a month or a name."""
-    if fact.isdigit():
-        return "number"
-    kinds = (("colour", COLOURS), ("day", DAYS), ("month", MONTHS))
-    return next((kind for kind, known in kinds if fact in known), "name")
+def _changed_own(item: Item, asked: set[str]) -> bool:
+    """Whether a message of the user's tells they changed something of their own ("I just
+    moved to Valencia."): it names no thing of theirs, or only what is ``asked``."""
+    things = asked_subject(item.content)
+    return bool(_CHANGED.search(item.content)) and all(named(t, asked) for t in things)
+
+
+def _question_part(message: str) -> tuple[str, str]:
+    """A message's sentences that ask, and those that tell ("My dog is Rex. What is he
+    called?"); the whole message asks when no sentence ends in "?"."""
+    sentences = re.split(r"(?<=[.!?])\s+", message.strip())
+    asking = [s for s in sentences if s.endswith("?")]
+    telling = [s for s in sentences if not s.endswith("?")]
+    return (" ".join(asking), " ".join(telling)) if asking else (message, "")
+
+
+def _fact_words(text: str) -> set[str]:
+    return content_words(text) | (_NUMBER_WORDS & set(words(text)))
+
+
+def _unfounded(reply: str, context: Context) -> Borrowed | None:
+    """``unfounded`` (see the module) for a question that asks to be told something back, or
+    None: when it is not of the user's own and no message of theirs holds all its words
+    (general knowledge: "What is the best soil for tomatoes?" after "I grow tomatoes."),
+    when it asks for more talk ("What about the garden?"), or when the reply says it does
+    not know or names a word of what the user (or, asked of "you", the assistant) said."""
+    question, telling = _question_part(context.message.content)
+    asked = _fact_words(question)
+    told = [context.summary, telling, *(item.content for item in _user_items(context))]
+    if _SECOND_PERSON & set(words(question)):
+        shown = (*context.recent, *context.retrieved)
+        told += [item.content for item in shown if item.role == "assistant"]
+    support = set().union(*(_fact_words(text) for text in told))
+    users = [_fact_words(item.content) for item in _user_items(context)]
+    about = asks_about_the_user(question) or any(asked <= held for held in users if asked)
+    if not about or _FOLLOW_UP.match(question) or _ABSTAINS.search(reply):
+        return None
+    return None if (_fact_words(reply) - asked) & support else Borrowed("unfounded")
 
 
 def _same(one: str, other: str) -> bool:
@@ -350,10 +376,13 @@ def borrowed(
     if abstains_unasked(reply, context.message.content):
         return Borrowed("abstained")
     if asks_about_the_user(context.message.content):
-        facts = _facts(reply)
-        if facts and not facts & shown:
-            return Borrowed("unsupported", tuple(sorted(facts)))
+        named_facts = facts(reply)
+        if named_facts and not named_facts & shown:
+            return Borrowed("unsupported", tuple(sorted(named_facts)))
     if asks_to_recall(context):
         found = _unsupported_subject(reply, context) or _outdated(reply, context)
-        return found or _ungrounded(reply, context, told_about(context, similar))
-    return _outdated(reply, context) if asks_back(context.message.content) else None
+        found = found or _ungrounded(reply, context, told_about(context, similar))
+        return found or _unfounded(reply, context)
+    if asks_back(context.message.content):
+        return _outdated(reply, context) or _unfounded(reply, context)
+    return None

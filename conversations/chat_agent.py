@@ -24,7 +24,8 @@
    empty once cleaned is asked again, with sampling. So is a reply that borrows from the
    prompt's scaffolding rather than answering (the example conversation's facts, the
    previous reply again, a value the user never gave, nothing of what the user told about
-   what they ask, an answer taken from what they said of another thing:
+   what they ask or nothing they said at all, an answer taken from what they said of
+   another thing:
    ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times, the first greedily
    with the messages asked about shown again last (:func:`focused`); then the profile's
    ``unknown_reply`` ("I don't know.") is the reply to a question, at once when the user
@@ -50,7 +51,7 @@ from agents.kinds import agent
 from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
-from conversations.borrowing import asks_to_recall, borrowed, is_question, told_about
+from conversations.borrowing import asks_back, borrowed, is_question, told_about
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
@@ -128,10 +129,11 @@ def similar_seqs(turn: ChatTurn, context: Context) -> set[int]:
 
 
 def focused(turn: ChatTurn, context: Context) -> Context:
-    """The context of a retry after a borrowed reply to a question of what was said: the
-    user's messages it asks about shown again last before it, under the earlier history's
-    header (a small model answers from what it read last), while they fit the budget."""
-    if not asks_to_recall(context):
+    """The context of a retry after a borrowed reply to a question that asks to be told
+    something back: the user's messages it asks about shown again last before it, under
+    the earlier history's header (a small model answers from what it read last), while
+    they fit the budget."""
+    if not asks_back(context.message.content):
         return context
     shown = {item.seq for item in context.retrieved}
     about = [

@@ -40,6 +40,11 @@ DAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
 MONTHS = word_set(
     "january february march april may june july august september october november december"
 )
+_CLOSED = COLOURS | DAYS | MONTHS
+QUESTION_START = word_set(
+    "what which where who whom whose when how what's where's who's when's how's do does did "
+    "is are was were can could tell remind name"
+)
 # "me" alone is not enough: "tell me something nice" asks about nothing of the user's.
 FIRST_PERSON = word_set("i my mine myself i'm i've we our ours we're we've")
 
@@ -47,3 +52,41 @@ FIRST_PERSON = word_set("i my mine myself i'm i've we our ours we're we've")
 def words(text: str) -> list[str]:
     """The words of a text, lower-cased, a curly apostrophe made straight."""
     return [word.replace("\u2019", "'").lower() for word in WORD.findall(text)]
+
+
+def stem(word: str) -> str:
+    """A word without a possessive, a plural or verb ending, or a final e, to compare
+    forms ("leaves", "leave"; "coming", "come")."""
+    word = word.removesuffix("'s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+def content_words(text: str) -> set[str]:
+    """The stems of the words that can carry a fact: not common, numbers and the closed
+    words (colours, days, months) included."""
+    found = words(text)
+    kept = {w for w in found if w not in COMMON and w not in QUESTION_START and len(w) > 2}
+    return {stem(w) for w in kept | {w for w in found if w.isdigit() or w in _CLOSED}}
+
+
+def facts(reply: str) -> set[str]:
+    """What a reply names as facts: names (capitalised words within a sentence that are not
+    common; a sentence's first word may be any word), numbers, colours, days and months."""
+    named = set()
+    for sentence in SENTENCE_END.split(reply):
+        found = WORD.findall(sentence)
+        named |= {word.lower() for word in found[1:] if word[0].isupper()}
+    named = {word.replace("\u2019", "'") for word in named} - COMMON
+    return named | {w for w in words(reply) if w.isdigit() or w in _CLOSED}
+
+
+def fact_kind(fact: str) -> str:
+    """A fact's kind (:func:`facts`): a number, a colour, a day, a month or a name."""
+    if fact.isdigit():
+        return "number"
+    kinds = (("colour", COLOURS), ("day", DAYS), ("month", MONTHS))
+    return next((kind for kind, known in kinds if fact in known), "name")

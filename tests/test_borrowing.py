@@ -192,7 +192,8 @@ def test_what_a_question_asks_about_is_found_by_its_words_or_by_meaning():
     told = context("Which artist do I admire most?", "My favourite painter is Vermeer.", "Ok.")
     assert told_about(told) == []
     assert [item.seq for item in told_about(told, similar={1})] == [1]
-    assert borrowed("You admire art.", told, "") is None  # nothing found: not judged
+    # Nothing found by word or meaning: the reply names nothing the user said at all.
+    assert borrowed("You admire art.", told, "").problem == "unfounded"
     assert borrowed("You admire art.", told, "", similar={1}).problem == "ungrounded"
     assert borrowed("You admire Vermeer.", told, "", similar={1}) is None
 
@@ -237,6 +238,57 @@ def test_an_answer_the_user_has_changed_since_is_outdated():
         "On Saturday we walked by the river.", "Lovely.",
     )  # fmt: skip
     assert borrowed("The Danube.", city, "") is None
+
+
+def test_an_answer_that_names_nothing_the_user_said_is_unfounded():
+    rent = context("Who do I rent from?", "My landlady's name is Mrs. Abernathy.", "Nice.")
+    for made_up in ("You rent from this place.", "Renters' insurance."):
+        assert borrowed(made_up, rent, "").problem == "unfounded"
+    assert borrowed("From Mrs. Abernathy.", rent, "") is None
+    assert borrowed("I don't know.", rent, "") is None
+    # Not of the user's own, but about what a message of theirs told (all its words).
+    friend = context("What does Benedikt do?", "My friend Benedikt is a firefighter.", "Ok.")
+    assert borrowed("He helps people.", friend, "").problem == "unfounded"
+    assert borrowed("He is a firefighter.", friend, "") is None
+    alarm = context("What's the alarm code at work?", "The alarm code at work is 5512.", "Ok.")
+    assert borrowed("I don't have a code.", alarm, "").problem == "unfounded"  # nothing new
+    assert borrowed("It is 5512.", alarm, "") is None
+
+
+def test_an_answer_to_what_the_user_never_spoke_of_or_to_a_follow_up_is_not_judged():
+    tomatoes = context("What is the best soil for tomatoes?", "I grow tomatoes.", "Nice.")
+    assert borrowed("Loam with compost.", tomatoes, "") is None  # general knowledge
+    garden = context("What about the garden?", "The garden needs water.", "Ok.")
+    assert borrowed("Roses love the sun.", garden, "") is None  # more talk, not a fact
+
+
+def test_what_supports_an_answer_is_the_users_words_the_telling_part_and_numbers():
+    told = context("My dog is Rex. What is my dog called?")
+    assert borrowed("Rex.", told, "") is None
+    kids = context("How many kids do I have?", "I have two kids.", "Nice.")
+    assert borrowed("You have two.", kids, "") is None
+    # Asked what the assistant said, its replies support the answer too.
+    named = context("What name did you suggest for my dog?", "Name my dog.", "How about Biscuit?")
+    assert borrowed("Biscuit.", named, "") is None
+    assert borrowed("Biscuit.", context("What name do I like?", "Name my dog.", "Biscuit?"), "")
+
+
+def test_a_later_message_that_the_user_moved_or_switched_updates_without_a_shared_word():
+    told = ("I live in Bilbao, but I grew up in Seville.", "Nice.", "I just moved to Valencia.")
+    moved = context("Where do I live now?", *told, "Good luck.")
+    for old in ("I live in Seville.", "Bilbao."):
+        assert borrowed(old, moved, "").words == ("valencia",)
+    assert borrowed("You live in Valencia.", moved, "") is None
+    # Someone else's move, or the user's move of another thing of theirs, changes nothing.
+    for other in ("My sister moved to Lisbon.", "I moved my sister's piano to Lisbon."):
+        assert (
+            borrowed("You live in Bilbao.", context("Where do I live?", told[0], "Ok.", other), "")
+            is None
+        )
+    car = context(
+        "What car do I have now?", "I drive a Peugeot.", "Ok.", "We sold it and bought a Mazda."
+    )
+    assert borrowed("A Peugeot.", car, "").words == ("mazda",)
 
 
 @pytest.mark.parametrize(
@@ -357,6 +409,36 @@ def test_an_answer_about_what_the_user_never_named_is_unknown_at_once(chat, runt
     assert reply(job) == "I don't know."
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["never_said"]
     assert temperatures(runtime) == [0]  # asking again cannot help
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_an_unfounded_answer_is_asked_again_then_unknown(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("My landlady's name is Mrs. Abernathy.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "You rent from this place."
+    job = chat("Who do I rent from?", profile=profile)
+    assert reply(job) == "I don't know."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["unfounded"] * 3
+    assert temperatures(runtime) == [0, 0.7, 0.7]  # no message shares a word: none shown again
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_an_answer_from_before_the_user_moved_is_asked_again_shown_the_move(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("I live in Bilbao, but I grew up in Seville.", profile=profile)
+    chat("I just moved to Valencia.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: (
+        "You live in Valencia." if focused(body) else "I live in Seville."
+    )
+    job = chat("Where do I live now?", profile=profile)
+    assert reply(job) == "You live in Valencia."
+    [note] = notes(job, "reply_borrowed")
+    assert (note["kind"], note["words"]) == ("outdated", ["valencia"])
+    assert temperatures(runtime) == [0, 0]  # greedy, both messages shown again
 
 
 def test_a_reply_that_only_does_not_know_to_a_message_that_asks_nothing_abstained():

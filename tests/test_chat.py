@@ -208,6 +208,7 @@ def test_the_job_records_its_context_and_its_model_call(chat, runtime):
 def test_the_history_is_in_the_second_prompt(chat, runtime):
     runtime.script = replying
     chat("My name is Ann and I like green tea.")
+    runtime.script = lambda prompt, body: "You like green tea."
     chat("What do I like?")
     first, second = runtime.prompts()
     assert "My name is Ann" not in first.split("User: My name is Ann")[0]

@@ -188,11 +188,6 @@ def test_a_last_event_id_that_is_not_a_non_negative_integer_is_400(
 BORROWING = "I'm sorry, but you don't have a bike in the shed."  # the default example's facts
 
 
-def sampled(body: dict) -> bool:
-    options = body.get("options") or {}
-    return options.get("temperature", body.get("temperature")) == 0.7
-
-
 def shown_text(events: list[tuple[str, dict]]) -> tuple[str, dict[int, str]]:
     """What a chat window shows of a reply, following the stream as docs/events.md says: a
     step's tokens are appended to its text, a ``discard`` takes that step's text back. The
@@ -217,8 +212,8 @@ def job_stream(http: httpx.Client, base: str, job_id: str) -> list[tuple[str, di
     ("answers", "kept", "discarded"),
     [
         # The first answer is kept.
-        ((None, "The shop opens at nine."), "The shop opens at nine.", 0),
-        # It borrows from the example: asked again with sampling, the second one is kept.
+        ((None, "It is in the garage."), "It is in the garage.", 0),
+        # It borrows from the example: asked again, the second one is kept.
         ((BORROWING, "Your car is in the garage."), "Your car is in the garage.", 1),
         # It keeps borrowing: the profile's unknown_reply is the reply.
         ((BORROWING, BORROWING), "I don't know.", 3),
@@ -230,12 +225,14 @@ def test_the_streamed_reply_is_the_stored_one_and_a_discarded_attempt_is_marked(
 ):
     greedy, retry = answers
 
-    def script(prompt: str, body: dict) -> Reply:
-        text = retry if sampled(body) or greedy is None else greedy
-        return Reply(text=text, chunk_delay=0.02)
+    calls: list[str] = []
 
-    runtime.script = lambda prompt, body: Reply(text="Hello there.")
-    first = chat(http, base, "hello")
+    def script(prompt: str, body: dict) -> Reply:  # the first answer, then the retries'
+        calls.append(retry if calls or greedy is None else greedy)
+        return Reply(text=calls[-1], chunk_delay=0.02)
+
+    runtime.script = lambda prompt, body: Reply(text="Noted.")
+    first = chat(http, base, "I parked my car in the garage.")  # what the answers say
     wait_finished(http, base, first["job_id"])
     runtime.script = script
     url = f"{base}/agent/conversation/{first['conversation_id']}/events"

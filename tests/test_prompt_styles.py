@@ -109,6 +109,7 @@ def test_a_chat_profile_sends_the_whole_context_as_messages_and_the_runtime_keep
     chat_profile()
     runtime.script = lambda prompt, body: f"Noted: {prompt}"
     chat("My dog is called Pixel.", profile="instruct")
+    runtime.script = lambda prompt, body: "Your dog is called Pixel."
     chat("What is my dog called?", profile="instruct")
     first, second = runtime.generate_requests()
     assert first.path == second.path == path
