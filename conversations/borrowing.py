@@ -17,7 +17,9 @@ the prompt style, by comparing the reply with the context the model was given:
   question, only a name or role the user never gave: "I'm flying to Oslo." answers);
 * ``unsupported``: the user asks about something of their own ("What is my ...?") and
   every fact the reply names (a name, a number, a colour, a day, a month) is missing from
-  the conversation: the model made the answer up, or took another value than the user's;
+  the conversation, or any number it names is ("It's a 1998 Skoda." to "What is my car's
+  registration number?"): the model made the answer up, or took another value than the
+  user's;
 * ``ungrounded``: the user asks to be reminded of something of their own ("What/which/
   where ... my ...?", not asking for advice nor for a yes or a no), and the reply
   uses no word of what the messages about it said beyond the question's own words ("I
@@ -61,6 +63,7 @@ from dataclasses import dataclass
 
 from conversations.context import Context, Item
 from conversations.persona import speaks_as_someone
+from conversations.told import asked_subject, named, possessed, user_items, user_words
 from conversations.wording import (
     COMMON,
     FIRST_PERSON,
@@ -68,15 +71,12 @@ from conversations.wording import (
     content_words,
     fact_kind,
     facts,
-    stem,
     word_set,
     words,
 )
 
 # A line of an example conversation in the system prompt.
 _EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
-# Words that make what follows the user's own thing ("my sister", "our greyhound").
-_OWN = word_set("my our")
 # A question that asks to be told something back, among its first words ("In which city
 # ...?"); one that asks for advice or a suggestion has no answer in the conversation.
 _RECALL = word_set("what which where who whom whose when how what's where's who's when's")
@@ -94,7 +94,10 @@ _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 # Words by which a question asks what the assistant said.
 _SECOND_PERSON = word_set("you your you're you've")
 # Numbers in words, facts although common ("two"): the reply's "two" matches the user's.
-_NUMBER_WORDS = word_set("one two three four five six seven eight nine ten eleven twelve")
+_NUMBER_WORDS = {
+    word: str(number)
+    for number, word in enumerate(words("one two three four five six seven eight nine ten"), 1)
+}
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
 # A reply that says it does not know: honest, never ungrounded.
@@ -143,6 +146,11 @@ def said(context: Context) -> set[str]:
     texts += [item.content for item in (*context.recent, *context.retrieved)]
     texts += [turn.content for turn in context.exchange]
     return {word for text in texts for word in words(text)}
+
+
+def _numbers(shown: set[str]) -> set[str]:
+    """The numbers among words, in digits too ("two": "2")."""
+    return shown | {_NUMBER_WORDS[w] for w in shown if w in _NUMBER_WORDS}
 
 
 def is_question(message: str) -> bool:
@@ -205,50 +213,13 @@ def _ungrounded(reply: str, context: Context, about: list[Item]) -> Borrowed | N
     return Borrowed("ungrounded")
 
 
-def asked_subject(message: str) -> tuple[str, ...]:
-    """What a question names as the user's own, by stem: after the first "my"/"our" (and
-    a common word such as "new"), the owners of a chain and the thing they own ("my
-    sister's wedding": sister, wedding), or the one word that is not common ("my seat
-    number": seat); () when it names nothing uncommon ("my name")."""
-    found = words(message)
-    if not _OWN & set(found):
-        return ()
-    start = next(index for index, word in enumerate(found) if word in _OWN) + 1
-    run: list[str] = []
-    for word in found[start : start + 4]:
-        if word in COMMON or word in QUESTION_START:
-            if run:
-                break
-            continue
-        run.append(stem(word))
-        if not word.endswith("'s"):
-            break
-    return tuple(run)
-
-
-def user_words(context: Context) -> set[str]:
-    """The stems of the content words the user said before the new message (their messages
-    in the context) and of the summary."""
-    told = [item.content for item in _user_items(context)]
-    return set().union(content_words(context.summary), *(content_words(text) for text in told))
-
-
-def named(thing: str, told: Collection[str]) -> bool:
-    """Whether a stem is among ``told``, alone or as the last part of a compound ("fish" in
-    "goldfish")."""
-    return any(word == thing or (len(thing) > 2 and word.endswith(thing)) for word in told)
-
-
-def _users(item: Item, context: Context) -> bool:
-    return item.role == "user" and item.seq != context.message.seq
-
-
 def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     """``never_said`` or ``elsewhere`` (see the module), for a question that asks to recall
     something of the user's own; None when the reply says it does not know, or when one of
     the user's messages that hold the reply's answer may be about what is asked: it names
     no thing of the user's own ("I parked the car on level 3." to "Where did I leave my
-    vehicle?"), or the same thing (by word, or as a compound's last part)."""
+    vehicle?"), or the same thing (by word, or as a compound's last part). A thing the
+    user has is named by "my" or by "I have a ..." (:func:`_possessed`)."""
     question = context.message.content
     subject = asked_subject(question)
     if not subject or _ABSTAINS.search(reply):
@@ -256,11 +227,11 @@ def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     asked = content_words(question)
     answered = content_words(reply) - asked
     holders = [
-        item.content for item in _user_items(context) if answered & content_words(item.content)
+        item.content for item in user_items(context) if answered & content_words(item.content)
     ]
     others: set[str] = set()
     for held in holders:
-        own = asked_subject(held)
+        own = asked_subject(held) or possessed(held)
         same = any(named(thing, content_words(held)) for thing in subject)
         if not own or same or any(named(thing, asked) for thing in own):
             return None
@@ -273,16 +244,11 @@ def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     return Borrowed("elsewhere", found)
 
 
-def _user_items(context: Context) -> list[Item]:
-    """The user's messages in the context before the new one."""
-    return [item for item in (*context.recent, *context.retrieved) if _users(item, context)]
-
-
 def _outdated(reply: str, context: Context) -> Borrowed | None:
     """``outdated`` (see the module) for a question that asks to recall something, or None."""
     asked = content_words(context.message.content)
     answered = content_words(reply) - asked
-    users = _user_items(context)
+    users = user_items(context)
     holding = [item for item in users if answered & content_words(item.content)]
     if not holding or _ABSTAINS.search(reply):
         return None
@@ -316,7 +282,7 @@ def _question_part(message: str) -> tuple[str, str]:
 
 
 def _fact_words(text: str) -> set[str]:
-    return content_words(text) | (_NUMBER_WORDS & set(words(text)))
+    return content_words(text) | (_NUMBER_WORDS.keys() & set(words(text)))
 
 
 def _unfounded(reply: str, context: Context) -> Borrowed | None:
@@ -327,12 +293,12 @@ def _unfounded(reply: str, context: Context) -> Borrowed | None:
     not know or names a word of what the user (or, asked of "you", the assistant) said."""
     question, telling = _question_part(context.message.content)
     asked = _fact_words(question)
-    told = [context.summary, telling, *(item.content for item in _user_items(context))]
+    told = [context.summary, telling, *(item.content for item in user_items(context))]
     if _SECOND_PERSON & set(words(question)):
         shown = (*context.recent, *context.retrieved)
         told += [item.content for item in shown if item.role == "assistant"]
     support = set().union(*(_fact_words(text) for text in told))
-    users = [_fact_words(item.content) for item in _user_items(context)]
+    users = [_fact_words(item.content) for item in user_items(context)]
     about = asks_about_the_user(question) or any(asked <= held for held in users if asked)
     if not about or _FOLLOW_UP.match(question) or _ABSTAINS.search(reply):
         return None
@@ -369,16 +335,17 @@ def borrowed(
         asked, answered = previous
         if _same(reply, answered) and not _same(context.message.content, asked):
             return Borrowed("repeat")
-    told = [item.content for item in (context.message, *_user_items(context))]
+    told = [item.content for item in (context.message, *user_items(context))]
     profile_text, question = _EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])
     if persona := speaks_as_someone(reply, told, profile_text, question=question):
         return Borrowed("persona", persona)
     if abstains_unasked(reply, context.message.content):
         return Borrowed("abstained")
     if asks_about_the_user(context.message.content):
-        named_facts = facts(reply)
-        if named_facts and not named_facts & shown:
-            return Borrowed("unsupported", tuple(sorted(named_facts)))
+        named_facts, known = facts(reply), _numbers(shown)
+        numbers = {f for f in named_facts if f.isdigit()} - known
+        if (named_facts and not named_facts & known) or numbers:
+            return Borrowed("unsupported", tuple(sorted(numbers or named_facts)))
     if asks_to_recall(context):
         found = _unsupported_subject(reply, context) or _outdated(reply, context)
         found = found or _ungrounded(reply, context, told_about(context, similar))

@@ -40,7 +40,7 @@ DAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
 MONTHS = word_set(
     "january february march april may june july august september october november december"
 )
-_CLOSED = COLOURS | DAYS | MONTHS
+CLOSED = COLOURS | DAYS | MONTHS
 QUESTION_START = word_set(
     "what which where who whom whose when how what's where's who's when's how's do does did "
     "is are was were can could tell remind name"
@@ -70,7 +70,7 @@ def content_words(text: str) -> set[str]:
     words (colours, days, months) included."""
     found = words(text)
     kept = {w for w in found if w not in COMMON and w not in QUESTION_START and len(w) > 2}
-    return {stem(w) for w in kept | {w for w in found if w.isdigit() or w in _CLOSED}}
+    return {stem(w) for w in kept | {w for w in found if w.isdigit() or w in CLOSED}}
 
 
 def facts(reply: str) -> set[str]:
@@ -81,7 +81,7 @@ def facts(reply: str) -> set[str]:
         found = WORD.findall(sentence)
         named |= {word.lower() for word in found[1:] if word[0].isupper()}
     named = {word.replace("\u2019", "'") for word in named} - COMMON
-    return named | {w for w in words(reply) if w.isdigit() or w in _CLOSED}
+    return named | {w for w in words(reply) if w.isdigit() or w in CLOSED}
 
 
 def fact_kind(fact: str) -> str:

@@ -212,6 +212,26 @@ def test_an_answer_from_what_the_user_said_of_another_thing_of_theirs_is_never_s
     assert borrowed("On level 3.", car, "") is None
 
 
+def test_a_thing_the_user_has_is_named_without_my_too():
+    cat = context("What is my dog's name?", "I have a black cat named Saffron.", "Nice.")
+    assert borrowed("Saffron.", cat, "").words == ("dog", "cat")
+    assert (
+        borrowed(
+            "Your cat is Saffron.",
+            context("What is my cat's name?", "I have a cat named Saffron."),
+            "",
+        )
+        is None
+    )
+
+
+def test_a_number_the_user_never_gave_is_unsupported_beside_what_they_did():
+    car = context("What is my car's registration number?", "My car is a grey Skoda.", "Ok.")
+    assert borrowed("It's a 1998 Skoda.", car, "").words == ("1998",)
+    japanese = context("How long have I been learning Japanese?", "For two years now.", "Ok.")
+    assert borrowed("Japanese, for 2 years.", japanese, "") is None
+
+
 def test_an_answer_taken_from_what_the_user_said_of_another_thing_is_elsewhere():
     told = ("My sister is called Ann.", "Nice.", "My brother lives in Leeds.", "Good.")
     sister = context("Where does my sister live?", *told)

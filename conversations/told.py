@@ -1,0 +1,76 @@
+"""What the user told, as the reply checks read it (``conversations.borrowing``): their
+messages in a context, the words they said, and the things they name as their own ("my
+sister's wedding", "I have a cat")."""
+
+import re
+from collections.abc import Collection
+
+from conversations.context import Context, Item
+from conversations.wording import (
+    CLOSED,
+    COMMON,
+    QUESTION_START,
+    content_words,
+    stem,
+    word_set,
+    words,
+)
+
+# Words that make what follows the user's own thing ("my sister", "our greyhound").
+_OWN = word_set("my our")
+# A message telling of a thing the user has, without "my" ("I have a cat named Saffron.").
+_HAS = re.compile(
+    r"\b(?:i|we)(?:['\u2019]ve)? (?:have|own|adopted|bought|got) an? ((?:\w+ ){0,2}\w+)",
+    re.IGNORECASE,
+)
+
+
+def asked_subject(message: str) -> tuple[str, ...]:
+    """What a question names as the user's own, by stem: after the first "my"/"our" (and
+    a common word such as "new"), the owners of a chain and the thing they own ("my
+    sister's wedding": sister, wedding), or the one word that is not common ("my seat
+    number": seat); () when it names nothing uncommon ("my name")."""
+    found = words(message)
+    if not _OWN & set(found):
+        return ()
+    start = next(index for index, word in enumerate(found) if word in _OWN) + 1
+    run: list[str] = []
+    for word in found[start : start + 4]:
+        if word in COMMON or word in QUESTION_START:
+            if run:
+                break
+            continue
+        run.append(stem(word))
+        if not word.endswith("'s"):
+            break
+    return tuple(run)
+
+
+def possessed(message: str) -> tuple[str, ...]:
+    """What a message says the user has without "my", by stem ("I have a black cat named
+    Saffron.": cat), or ()."""
+    found = _HAS.search(message)
+    kept = [w for w in words(found.group(1)) if w not in COMMON | CLOSED] if found else []
+    return (stem(kept[0]),) if kept else ()
+
+
+def user_words(context: Context) -> set[str]:
+    """The stems of the content words the user said before the new message (their messages
+    in the context) and of the summary."""
+    told = [item.content for item in user_items(context)]
+    return set().union(content_words(context.summary), *(content_words(text) for text in told))
+
+
+def named(thing: str, told: Collection[str]) -> bool:
+    """Whether a stem is among ``told``, alone or as the last part of a compound ("fish" in
+    "goldfish")."""
+    return any(word == thing or (len(thing) > 2 and word.endswith(thing)) for word in told)
+
+
+def _users(item: Item, context: Context) -> bool:
+    return item.role == "user" and item.seq != context.message.seq
+
+
+def user_items(context: Context) -> list[Item]:
+    """The user's messages in the context before the new one."""
+    return [item for item in (*context.recent, *context.retrieved) if _users(item, context)]
