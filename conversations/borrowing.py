@@ -48,7 +48,9 @@ the prompt style, by comparing the reply with the context the model was given:
   door code?"), of the user's own or not. To a question of the user's own, a later message
   that says they changed something of theirs ("I just moved to Valencia.", "I sold the
   Peugeot and bought a Mazda.") is on the same subject without a shared word, unless it
-  names another thing of theirs ("I moved my sister's piano.");
+  names another thing of theirs ("I moved my sister's piano."); and when such a message
+  names the reply's answer again beside a new one of its kind, after an earlier message
+  that holds it, the reply took the old one ("I have a Peugeot.");
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -257,6 +259,11 @@ def _outdated(reply: str, context: Context) -> Borrowed | None:
     taken = facts(reply) | (facts(last.content) & set(words(reply)))
     named_before, kinds = taken | facts(last.content), {fact_kind(f) for f in taken}
     own = asks_about_the_user(context.message.content)
+    if own and len(holding) > 1 and _changed_own(last, asked):
+        # The change names the old value again ("I sold the Peugeot and bought a Mazda.").
+        newer = sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds)
+        if newer:
+            return Borrowed("outdated", tuple(newer))
     for item in users:
         on_it = asked & content_words(item.content) or (own and _changed_own(item, asked))
         changed = sorted(f for f in facts(item.content) - named_before if fact_kind(f) in kinds)

@@ -309,6 +309,13 @@ def test_a_later_message_that_the_user_moved_or_switched_updates_without_a_share
         "What car do I have now?", "I drive a Peugeot.", "Ok.", "We sold it and bought a Mazda."
     )
     assert borrowed("A Peugeot.", car, "").words == ("mazda",)
+    # The change names the old value again: the reply took the old one.
+    sold = ("I drive a Peugeot.", "Ok.", "I sold the Peugeot and bought a Mazda.", "Ok.")
+    assert borrowed("I have a Peugeot.", context("What car do I have now?", *sold), "").words == (
+        "mazda",
+    )
+    for right in ("A Mazda.", "You sold the Peugeot and bought a Mazda."):
+        assert borrowed(right, context("What car do I have now?", *sold), "") is None
 
 
 @pytest.mark.parametrize(
