@@ -221,7 +221,7 @@ def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     the user's messages that hold the reply's answer may be about what is asked: it names
     no thing of the user's own ("I parked the car on level 3." to "Where did I leave my
     vehicle?"), or the same thing (by word, or as a compound's last part). A thing the
-    user has is named by "my" or by "I have a ..." (:func:`_possessed`)."""
+    user has is named by "my" or by "I have a ..." (``told.possessed``)."""
     question = context.message.content
     subject = asked_subject(question)
     if not subject or _ABSTAINS.search(reply):
