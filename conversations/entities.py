@@ -6,10 +6,12 @@ import re
 
 from conversations.search import STOPWORDS
 
-# A capitalised word that does not start a sentence, or one that starts it in the
-# possessive ("Ana's birthday").
-_INSIDE = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
-_POSSESSIVE = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]{2,})'s\b")
+# A capitalised word (of any alphabet's letters: "Joaquín") that does not start a
+# sentence, or one that starts it in the possessive ("Ana's birthday").
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_WORD = rf"[{_UPPER}][^\W\d_{_UPPER}]{{2,}}"
+_INSIDE = re.compile(rf"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b({_WORD})\b")
+_POSSESSIVE = re.compile(rf"(?:^|[.!?]\s+)({_WORD})'s\b")
 # Capitalised, but not names of anything a second search would narrow down.
 _CALENDAR = frozenset(
     (
@@ -35,7 +37,7 @@ def names(texts: list[str], *, exclude: str = "") -> list[str]:
     return found
 
 
-_CAPITALISED = re.compile(r"\b([A-Z][a-z]{2,})\b")
+_CAPITALISED = re.compile(rf"\b({_WORD})\b")
 
 
 def capitalised(text: str, *, exclude: str = "") -> list[str]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from conversations import entities, linked, relevance, vectors, vectors_words
+from conversations import entities, linked, relevance, subjects, vectors, vectors_words
 from conversations.models import Message
 from conversations.search import NO_BOUND, search_messages, terms
 from conversations.selectors import MESSAGE_FIELDS
@@ -166,14 +166,46 @@ def _linked(
     ]
     newer = linked.newer_neighbours(search.conversation_id, rows, candidates) if rows else []
     taken.update(row["seq"] for row in newer)
+    about = _about(search)
     names = _names(search, rows, _best_each(search, known))
-    named, reached = linked.follow_names(names, search.by_name, taken, search.query_vector)
+    names = entities.names([row["content"] for row in about], exclude=search.query) + names
+    subject_of = {row["seq"]: row["about"] for row in about}
+    for row in rows:  # a hit a subject phrase found too says so
+        if row["seq"] in subject_of:
+            row["about"] = subject_of[row["seq"]]
+    about = [row for row in about if row["seq"] not in taken]
+    taken.update(row["seq"] for row in about)
+    named, reached = linked.follow_names(
+        list(dict.fromkeys(names)), search.by_name, taken, search.query_vector
+    )
     for row in rows:  # a hit that a name reached too says so, unless it gave the name
         name = reached.get(row["seq"])
         if name and name not in entities.names([row["content"]]):
             row["via"] = name
     head = rows[: linked.NAME_HITS]
-    return head + named + newer + rows[linked.NAME_HITS :]
+    return head + about + named + newer + rows[linked.NAME_HITS :]
+
+
+def _about(search: _Search) -> list[Row]:
+    """The messages the question's subject phrases find alone (``conversations.subjects``),
+    with their similarity to the whole question."""
+    if search.query_vector is None:
+        return []
+
+    def rows_at(seqs: list[int]) -> dict[int, Row]:
+        return _rows(search.conversation_id, seqs)
+
+    try:
+        found = subjects.subject_hits(
+            search.conversation_id, search.query, search.before_seq, rows_at
+        )
+    except embeddings.EmbeddingUnavailable:
+        return []
+    scores = vectors.lookup(search.seqs, search.similarity, [row["seq"] for row in found])
+    return [
+        {**row, **({"similarity": round(scores[row["seq"]], 4)} if row["seq"] in scores else {})}
+        for row in found
+    ]
 
 
 def _embed_found(

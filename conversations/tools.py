@@ -26,9 +26,11 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
         "tokens": row["token_estimate"],
         "created_at": created.isoformat() if created else None,
         **({"similarity": row["similarity"]} if "similarity" in row else {}),
-        # Why a row came along (conversations.linked): the name, or the hit it updates.
+        # Why a row came along (conversations.linked): the name, the hit it updates ...
         **({"via": row["via"]} if "via" in row else {}),
         **({"updates": row["updates"]} if "updates" in row else {}),
+        # ... or the question's subject phrase that found it alone (conversations.subjects).
+        **({"about": row["about"]} if "about" in row else {}),
     }
 
 
