@@ -98,12 +98,9 @@ def follow_names(
 
 def newer_neighbours(conversation_id: str, kept: list[Row], candidates: list[Row]) -> list[Row]:
     """Candidates that are, among the messages said after one of the best kept hits, the
-    ``NEAREST`` closest to it in meaning (and at least ``NEIGHBOUR`` close). The kept hits
-    themselves take no place among them ("I've been at Nordlicht Bank for six years.",
-    kept, must not push the later "I started a new job at Solaris Energy." out)."""
+    ``NEAREST`` closest to it in meaning (and at least ``NEIGHBOUR`` close)."""
     hits = kept[:NEIGHBOUR_HITS]
     by_seq = {row["seq"]: row for row in candidates}
-    kept_seqs = np.array([row["seq"] for row in kept])
     unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[row["seq"] for row in hits])
     found: list[Row] = []
     for hit in hits:
@@ -113,7 +110,7 @@ def newer_neighbours(conversation_id: str, kept: list[Row], candidates: list[Row
         seqs, similarity = vectors.similarities(
             conversation_id=conversation_id, query=mine, before_seq=None
         )
-        later = (seqs > hit["seq"]) & ~np.isin(seqs, kept_seqs)
+        later = seqs > hit["seq"]
         floor = (hit.get("similarity") or 0.0) - QUESTION_MARGIN
         for seq, score in vectors.best(seqs[later], similarity[later], NEAREST):
             row = by_seq.get(seq)

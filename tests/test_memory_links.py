@@ -92,3 +92,23 @@ def test_the_newest_of_hits_close_in_meaning_is_marked_not_a_newer_unrelated_one
     groups = [[lyon], [porto], [printer]]
     arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
     assert {item.seq: item.mark for item in arranged} == {3: "", 41: "most recent", 81: ""}
+
+
+def test_a_newer_hit_about_as_relevant_as_a_rival_of_the_best_is_the_current_one(owner):  # noqa: F811
+    contents = filler(100)
+    contents[2] = "My favourite author is Haruki Murakami."
+    contents[6] = "Murakami has been my favourite writer for years."
+    contents[44] = "These days Ursula Le Guin is the author I love most."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    first = hit(3, "user", contents[2], 0.675, days=90)
+    again = hit(7, "user", contents[6], 0.552, days=80)
+    newest = hit(45, "user", contents[44], 0.513, days=30)
+    groups = [[first], [again], [newest]]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    # The best, 0.16 more similar to the question, is not replaced; its rival is.
+    assert {item.seq: (item.mark, item.replaced_by) for item in arranged} == {
+        3: ("", None),
+        7: ("", 45),
+        45: ("most recent", None),
+    }
