@@ -166,9 +166,9 @@ def _linked(
     ]
     newer = linked.newer_neighbours(search.conversation_id, rows, candidates) if rows else []
     taken.update(row["seq"] for row in newer)
-    about = _about(search)
-    names = _names(search, rows, _best_each(search, known))
-    names = entities.names([row["content"] for row in about], exclude=search.query) + names
+    found = _about(search)
+    about = [row for row, _ in found]
+    names = [name for _, name in found] + _names(search, rows, _best_each(search, known))
     subject_of = {row["seq"]: row["about"] for row in about}
     for row in rows:  # a hit a subject phrase found too says so
         if row["seq"] in subject_of:
@@ -186,9 +186,9 @@ def _linked(
     return head + about + named + newer + rows[linked.NAME_HITS :]
 
 
-def _about(search: _Search) -> list[Row]:
-    """The messages the question's subject phrases find alone (``conversations.subjects``),
-    with their similarity to the whole question."""
+def _about(search: _Search) -> list[tuple[Row, str]]:
+    """The messages the question's subject phrases find alone, each with the name it
+    gives (``conversations.subjects``) and its similarity to the whole question."""
     if search.query_vector is None:
         return []
 
@@ -197,15 +197,16 @@ def _about(search: _Search) -> list[Row]:
 
     try:
         found = subjects.subject_hits(
-            search.conversation_id, search.query, search.before_seq, rows_at
-        )
+            search.conversation_id, search.query, search.query_vector, search.before_seq,
+            rows_at, search.by_name,
+        )  # fmt: skip
     except embeddings.EmbeddingUnavailable:
         return []
-    scores = vectors.lookup(search.seqs, search.similarity, [row["seq"] for row in found])
-    return [
-        {**row, **({"similarity": round(scores[row["seq"]], 4)} if row["seq"] in scores else {})}
-        for row in found
-    ]
+    scores = vectors.lookup(search.seqs, search.similarity, [row["seq"] for row, _ in found])
+    for row, _ in found:
+        if row["seq"] in scores:
+            row["similarity"] = round(scores[row["seq"]], 4)
+    return found
 
 
 def _embed_found(

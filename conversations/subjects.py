@@ -6,8 +6,11 @@ origins), but its subject, "my brother's other half", is: a relation said in oth
 The phrases a possessive or "the" opens (:func:`subject_phrases`) are searched alone by
 meaning; the best message for a phrase is kept when it stands out from the background of
 that phrase (the same floor as a hit of the whole question, ``conversations.relevance``)
-and names someone or something: the names are what the round is for, since the facts
-about them (``conversations.linked``) share no word with the question.
+and names someone whose few messages, read together, fit the question (the names are what
+the round is for: the facts about them share no word with the question); they are then
+followed like the names of the best hits (``conversations.linked``). An embedder takes a
+brother for a sister and an electrician for an accountant; facts about the wrong person
+read together fit the question less than the best of them alone.
 
 Bounded: at most ``MAX_PHRASES`` phrases, ``MAX_VARIANTS`` embeddings in all (a phrase's
 openings of two words and more: where a phrase ends is not known without a parser, and
@@ -21,12 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from conversations import entities, relevance, vectors
+from conversations import entities, linked, relevance, vectors
 from gateway import embeddings
 
 MAX_PHRASES = 2
 MAX_VARIANTS = 10
 PHRASE_WORDS = 7
+# A subject hit's name's messages, read together, may be at most this much less like the
+# question than the best of them alone (chosen on the tuning half of
+# bench/memory_abilities.py: facts about the brother's partner 0.0 to 0.17 more, facts
+# about a sister, a cousin or an accountant asked as a brother, an uncle or an electrician
+# 0.05 to 0.18 less).
+SUBJECT_LOSS = 0.02
 
 Row = dict[str, Any]
 # Where a subject phrase ends: a clause's punctuation, a conjunction or an auxiliary verb.
@@ -79,15 +88,36 @@ def _best_of(conversation_id: str, variants: list[str], before_seq: int | None) 
     return None
 
 
+def _fitting_name(
+    row: Row, question: str, query_vector: np.ndarray, by_name: linked.Search
+) -> str | None:
+    """The first name of ``row`` (one the question does not say) that a few messages
+    name (2 to ``linked.RARE``) whose messages, read together, are at least as like the
+    question as the best of them alone (less ``SUBJECT_LOSS``): facts that fit the
+    question together. Facts about someone else do not ("What is my brother's name?" and
+    "My sister is Ana.", "Ana lives in Oslo.": 0.05 less together)."""
+    for name in entities.names([row["content"]], exclude=question):
+        hits = by_name(name, linked.RARE + 1)
+        if not 2 <= len(hits) <= linked.RARE:
+            continue
+        joined, alone = linked.joined_similarity(hits, query_vector)
+        if joined >= alone - SUBJECT_LOSS:
+            return name
+    return None
+
+
 def subject_hits(
     conversation_id: str,
     question: str,
+    query_vector: np.ndarray,
     before_seq: int | None,
     rows_at: Callable[[list[int]], dict[int, Row]],
-) -> list[Row]:
-    """The best message for each subject phrase of ``question`` that stands out and names
-    a name the question does not say, with ``about``: the phrase (``rows_at``: the rows of
-    some seqs). Raises EmbeddingUnavailable."""
+    by_name: linked.Search,
+) -> list[tuple[Row, str]]:
+    """The best message for each subject phrase of ``question`` that stands out, with
+    ``about`` (the phrase), and the name of it to follow (:func:`_fitting_name`); those
+    with no such name are left out. ``rows_at``: the rows of some seqs; ``by_name``: the
+    messages naming a name. Raises EmbeddingUnavailable."""
     hits: dict[int, str] = {}
     budget = MAX_VARIANTS
     for variants in subject_phrases(question):
@@ -97,8 +127,9 @@ def subject_hits(
         if standing is not None:
             hits.setdefault(standing.seq, standing.phrase)
     rows = rows_at(list(hits)) if hits else {}
-    return [
-        {**rows[seq], "about": phrase}
-        for seq, phrase in hits.items()
-        if seq in rows and entities.names([rows[seq]["content"]], exclude=question)
-    ]
+    found = []
+    for seq, phrase in hits.items():
+        name = _fitting_name(rows[seq], question, query_vector, by_name) if seq in rows else None
+        if name is not None:
+            found.append(({**rows[seq], "about": phrase}, name))
+    return found

@@ -73,3 +73,18 @@ def test_a_chat_finds_facts_about_someone_its_question_names_by_another_relation
     search = Step.objects.get(job_id=data["job_id"], name="search_history")
     messages = {m["content"]: m for m in search.output["result"]["messages"]}
     assert messages[facts[101]]["about"].startswith("my brother's")
+
+
+def test_a_subject_that_finds_someone_else_brings_nothing(owner):  # noqa: F811
+    contents = filler(200)
+    contents[20] = "My sister is Ana."
+    contents[90] = "Ana's birthday is 3 May."
+    contents[150] = "Ana lives in Oslo."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    # "my brother's" finds "My sister is Ana." alone, but Ana's facts read together fit
+    # the question less than alone: they are about someone else.
+    found = find_messages(
+        conversation_id=conversation.pk, query="What is my brother's name?", limit=10
+    )
+    assert not [row for row in found.rows if "about" in row]
