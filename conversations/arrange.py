@@ -12,8 +12,8 @@
   group in conversation order.
 * **Updates win.** When several hits are about the same thing (about as similar to the
   question as the best hit, and close to it in meaning; or close to it and at least as
-  similar to the question as one that is, or newer than one that is and about as similar
-  to the question),
+  similar to the question as one that is, or newer than one that is, close to it and
+  about as similar to the question),
   the newest of them is marked ``most recent`` and placed after the best, itself after
   its partner (ranks -1 and -2): a value said again later reads as current, on the line
   the model reads last. The older hits of its
@@ -129,13 +129,14 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
             same.append(i)
     related[at] = "" if best.via else MEANING
     rivals = [i for i in same if i in scored and _rivals(heads[i], best)]
-    # A newer hit close to the best in meaning and about as similar to the question as one
-    # of its rivals says the thing again, later ("These days Ursula Le Guin is the author I
-    # love most." 0.16 less similar to the question than "My favourite author is Haruki
-    # Murakami.", 0.04 less than "Murakami has been my favourite writer for years.").
+    # A newer hit close in meaning to the best and to one of its rivals, and about as
+    # similar to the question as that rival, says the thing again, later ("These days
+    # Ursula Le Guin is the author I love most." 0.16 less similar to the question than
+    # "My favourite author is Haruki Murakami.", 0.04 less than "Murakami has been my
+    # favourite writer for years.").
     for i in sorted(scored.keys() - {at, *same}):
         hit = scored[i]
-        again = any(heads[r].seq < hit.seq and _near(hit, heads[r]) for r in rivals)
+        again = any(_again(hit, heads[r], unit) for r in rivals)
         if again and (closeness(hit) or 0.0) >= linked.NEIGHBOUR:
             related[i] = MEANING
             same.append(i)
@@ -144,10 +145,15 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     return latest, _replaced(heads, related, latest) if rivals else {}
 
 
-def _near(hit: Item, other: Item) -> bool:
-    """Whether ``hit`` is about as similar to the question as ``other`` (within
-    ``SAME_TOPIC_MARGIN``, either way)."""
-    return abs((hit.similarity or 0.0) - (other.similarity or 0.0)) <= SAME_TOPIC_MARGIN
+def _again(hit: Item, rival: Item, unit: dict) -> bool:
+    """Whether ``hit`` says again, later, what ``rival`` says: newer, close to it in
+    meaning (``linked.NEIGHBOUR``) and about as similar to the question (within
+    ``SAME_TOPIC_MARGIN``). ``unit``: the hits' vectors by seq."""
+    if hit.seq <= rival.seq or hit.seq not in unit or rival.seq not in unit:
+        return False
+    near = float(unit[hit.seq] @ unit[rival.seq]) >= linked.NEIGHBOUR
+    gap = abs((hit.similarity or 0.0) - (rival.similarity or 0.0))
+    return near and gap <= SAME_TOPIC_MARGIN
 
 
 def _rivals(newer: Item, older: Item) -> bool:

@@ -112,3 +112,25 @@ def test_a_newer_hit_about_as_relevant_as_a_rival_of_the_best_is_the_current_one
         7: ("", 45),
         45: ("most recent", None),
     }
+
+
+def test_a_newer_line_about_as_relevant_as_a_rival_but_far_from_it_is_not_current(owner):  # noqa: F811
+    contents = filler(200)
+    contents[54] = "Our accountant is Bernard."
+    contents[76] = "Bernard needs the receipts by April."
+    contents[150] = (
+        "Sure. I noted that the holiday photos comes first, then the ancient trophy; Paul "
+        "will be at the garden on Monday if anything changes. Thanks! Mia and I booked "
+        "everything about the dentist appointment yesterday. The office was busy, but it all "
+        "worked out in the end. Could you remind Ida about the broken printer? I think it "
+        "was ordered last week near the library, together with the muddy kettle."
+    )
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    best = hit(77, "user", contents[76], 0.531, days=40)
+    accountant = hit(55, "user", contents[54], 0.387, days=60)
+    chatter = hit(151, "user", contents[150], 0.368, days=20)
+    groups = [[best], [accountant], [chatter]]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert {item.seq: (item.mark, item.replaced_by) for item in arranged}[151] == ("", None)
+    assert {item.seq: item.replaced_by for item in arranged}[55] is None
