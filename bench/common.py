@@ -900,7 +900,13 @@ class AgentClient:
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[dict, int]:
         """The answer's JSON and its size in bytes; anything but 200 raises."""
         payload = None if body is None else json.dumps(body)
-        self.conn.request(method, path, payload, self.headers)
+        try:
+            self.conn.request(method, path, payload, self.headers)
+        except (BrokenPipeError, ConnectionResetError):
+            # The service closed the kept-alive connection while the bench was busy (a
+            # 10,000-message fill outlasts gunicorn's keepalive): nothing was read; send again.
+            self.conn.close()
+            self.conn.request(method, path, payload, self.headers)
         response = self.conn.getresponse()
         raw = response.read()
         if response.status != 200:
