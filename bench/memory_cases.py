@@ -811,8 +811,9 @@ FRESH_31_MULTI = [
 ]  # fmt: skip
 
 # Session 32's fresh half, written before any change of that session: other facts, other
-# relations and other wording than every case above. Nothing is tuned on it and no
-# failure of it is read before the after-figures are taken.
+# relations and other wording than every case above. Nothing was tuned on it; its
+# after-figures' raw lines (each question, found or not) were read at the end of that
+# session, so it is tuning material now: the next round needs a fresh half.
 FRESH_32 = [
     Case("updates", _user("I play bass in a band called The Lanterns.",
                           "I left The Lanterns; now I play bass with Copper Tide."),
@@ -942,8 +943,8 @@ FRESH_32 = [
          "On which floor did I leave the car?", ("3",)),
 ]  # fmt: skip
 
-# The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the one nothing has been looked
-# at in yet (its prompts are never shown).
+# The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
+# shown; see its comment for what has been read of it).
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32}  # fmt: skip
 FRESH = "fresh32"
