@@ -70,11 +70,11 @@ def _best_of(conversation_id: str, variants: list[str], before_seq: int | None) 
     """The message that stands out most for one of ``variants`` (by how far it is above
     that variant's background), if it clears the relevance floor."""
     found: Standing | None = None
-    for variant in variants:
+    queries = embeddings.embed(variants)  # one batch for all of a phrase's openings
+    for variant, query in zip(variants, queries, strict=True):
         seqs, similarity = vectors.similarities(
-            conversation_id=conversation_id, query=embeddings.embed_query(variant),
-            before_seq=before_seq,
-        )  # fmt: skip
+            conversation_id=conversation_id, query=query, before_seq=before_seq
+        )
         if len(seqs) < relevance.BACKGROUND_RANK:
             return None
         at = int(np.argmax(similarity))
