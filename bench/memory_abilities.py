@@ -33,7 +33,10 @@ hybrid mode (tuning: ``memory_cases.CATCH_UP_TUNING``; held-out:
 ``MEMORY_BENCH_DEPTHS`` (default 200,2000,10000), ``MEMORY_BENCH_HALVES`` (default
 tuning,held_out; or e.g. fresh31), ``MEMORY_BENCH_PARTS`` (default abilities,catch_up),
 ``MEMORY_BENCH_ABILITIES`` (default all five) and ``MEMORY_BENCH_MODEL_DEPTH`` (default
-200,2000) narrow a run.
+200,2000) narrow a run. Per-case lines (the questions, found or not, the model's replies, the
+``RAW`` figures) are never printed for the fresh half, nor for the halves named in
+``MEMORY_BENCH_SUMMARY_ONLY`` (e.g. ``fresh33``, to run a held-out half and keep it so): only
+their summary tables.
 
 With ``--model`` (the ``local`` extra), the service runs in front of the embedded model
 for the questions of the halves run other than tuning at 200 and 2,000 messages
@@ -84,6 +87,13 @@ MODEL_DEPTHS = tuple(
     int(d) for d in os.environ.get("MEMORY_BENCH_MODEL_DEPTH", "200,2000").split(",")
 )
 CATCH_UP_DEPTH = 10_000
+# Halves whose per-case lines are not printed, besides the fresh one (held out).
+SUMMARY_ONLY = tuple(filter(None, os.environ.get("MEMORY_BENCH_SUMMARY_ONLY", "").split(",")))
+
+
+def summary_only(cases, half: str) -> bool:
+    """Whether ``half`` is held out: only its summary lines are printed."""
+    return half == cases.FRESH or half in SUMMARY_ONLY
 
 
 def _cases():
@@ -245,9 +255,10 @@ class Asker:
     def __init__(self, client, runtime, fixture) -> None:
         self.client, self.runtime, self.fixture = client, runtime, fixture
 
-    def ask(self, scope_id: str, question: str) -> tuple[str, dict, str]:
+    def ask(self, scope_id: str, question: str, show: bool = True) -> tuple[str, dict, str]:
         """The prompt of the chat's first model call, its context's figures and the reply;
-        the question and reply are then deleted (they do not become history)."""
+        the question and reply are then deleted (they do not become history). ``show``:
+        what the searches found may go to stderr (never for a held-out half)."""
         from bench.common import first_context, first_prompt
 
         sent = len(self.runtime.requests) if self.runtime else 0
@@ -256,7 +267,7 @@ class Asker:
             prompt = first_prompt(self.runtime, sent)
         else:
             prompt = self.fixture.call("prompt", job_id=job["job_id"])["text"]
-        if os.environ.get("MEMORY_BENCH_DEBUG"):  # what the searches found, on stderr
+        if show and os.environ.get("MEMORY_BENCH_DEBUG"):  # what the searches found, on stderr
             for step in job["steps"]:
                 if step["name"] == "search_history":
                     result = (step["output"] or {}).get("result", {})
@@ -303,13 +314,14 @@ def abilities(fixture, service, model: bool) -> dict:
             with service(answer) as asker:
                 for number, group in enumerate(groups(cases, half)):
                     scope_id = fixture.call("group_fill", depth=depth, half=half, number=number)
+                    shown = not summary_only(cases, half)
                     for case in group:
-                        prompt, stats, reply = asker.ask(scope_id, case.question)
+                        prompt, stats, reply = asker.ask(scope_id, case.question, shown)
                         result = judge(case, prompt, stats)
                         if answer:
                             result["reply"] = reply
                             result["right"] = any(a in reply.lower() for a in case.answers)
-                        if half != cases.FRESH and os.environ.get("MEMORY_BENCH_DEBUG"):
+                        if shown and os.environ.get("MEMORY_BENCH_DEBUG"):
                             _show(case, prompt, result, reply)
                         key = f"{depth}/{half}/{case.ability}"
                         out.setdefault(key, []).append({"question": case.question, **result})
@@ -423,12 +435,25 @@ def _report_answers(answered: dict[str, dict], depth: int, half: str) -> None:
     rows = [[a, *(_share(r.get(at + a, []), "right") for r in answered.values())]
             for a in cases.ABILITIES if a in ABILITIES]  # fmt: skip
     print(table(["ability", *answered], rows))
+    if summary_only(cases, half):
+        return
     for name, r in answered.items():
         print(f"\n-- {name}: replies at {depth:,} --")
         for ability in cases.ABILITIES:
             for row in r.get(at + ability, []):
                 mark = "ok " if row.get("right") else "NO "
                 print(f"{mark}{ability}: {row['question']} -> {row.get('reply', '')[:160]!r}")
+
+
+def _raw(results: dict[str, dict]) -> dict[str, dict]:
+    """The figures without the held-out halves' per-case rows (their summaries are above)."""
+    cases = _cases()
+    kept = {}
+    for name, result in results.items():
+        rows = result["abilities"].items()
+        shown = {k: v for k, v in rows if not summary_only(cases, k.split("/")[1])}
+        kept[name] = {**result, "abilities": shown}
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.base_only:
             results["after"] = run_tree(THIS_TREE, args.only, cache.resolve(), runtime_url)
     report(results)
-    print("\nRAW " + json.dumps(results))
+    print("\nRAW " + json.dumps(_raw(results)))
     return 0
 
 

@@ -813,7 +813,7 @@ FRESH_31_MULTI = [
 # Session 32's fresh half, written before any change of that session: other facts, other
 # relations and other wording than every case above. Nothing was tuned on it; its
 # after-figures' raw lines (each question, found or not) were read at the end of that
-# session, so it is tuning material now: the next round needs a fresh half.
+# session, so it is tuning material from session 33 on (like FRESH_31): FRESH_33 is fresh.
 FRESH_32 = [
     Case("updates", _user("I play bass in a band called The Lanterns.",
                           "I left The Lanterns; now I play bass with Copper Tide."),
@@ -943,10 +943,120 @@ FRESH_32 = [
          "On which floor did I leave the car?", ("3",)),
 ]  # fmt: skip
 
+# Session 33's fresh half, written before any change of that session: other facts, other
+# relations and other wording than every case above. Nothing is tuned on it; only its
+# summary lines are read (bench/memory_abilities.py never prints the fresh half's per-case
+# lines).
+FRESH_33 = [
+    Case("updates", _user("I go to a pottery class at the Kiln House on Thursdays.",
+                          "The Kiln House shut down, so my pottery class is at Clayworks Studio now."),
+         "Where do I take my pottery class?", ("clayworks",)),
+    Case("updates", _user("My daughter plays the clarinet in the school band.",
+                          "My daughter gave up the clarinet and took up the drums."),
+         "What instrument does my daughter play?", ("drum",)),
+    Case("updates", _user("The entry code for our building's front door is 4471.",
+                          "The landlord changed the building's entry code to 9085."),
+         "What is the code to get into our building?", ("9085",)),
+    Case("updates", _user("My son's judo class is on Tuesday evenings.",
+                          "Judo for my son is on Saturday mornings from this term."),
+         "When does my son have judo?", ("saturday",)),
+    Case("updates", _user("Our allotment plot is number 17.",
+                          "The allotment society moved us to plot 31 by the gate."),
+         "Which allotment plot is ours?", ("31",)),
+    Case("updates", _user("The school bus picks my son up at 7:50.",
+                          "The school bus comes for my son at 7:35 since the new timetable."),
+         "What time does the school bus collect my boy?", ("7:35",)),
+    Case("updates", _user("My team lead is Dorothea.", "Dorothea signs off my holiday requests.",
+                          "Dorothea left the company, and Rashid is my team lead now."),
+         "Who leads my team?", ("rashid",)),
+    Case("updates", _user("Our summer holiday is booked for the Algarve.",
+                          "We cancelled the Algarve and booked a week in Slovenia instead."),
+         "Where are we spending our summer holiday?", ("slovenia",)),
+    Case("updates", _user("Dad lives at the Rosewood care home.", "The staff at Rosewood are kind to Dad.",
+                          "Dad moved from Rosewood to the Willows care home in October."),
+         "Which care home is my father in?", ("willows",)),
+    Case("updates", _user("My emergency contact is my brother Felix.",
+                          "I changed my emergency contact to my neighbour Orla."),
+         "Who is my emergency contact?", ("orla",)),
+    Case("multi_session", _user("My stepfather is Casimiro.", "Casimiro repairs old motorbikes.",
+                                "Casimiro lives in Valparaíso."),
+         "What does my mum's husband fix, and where is his home?", ("motorbike", "valpara")),
+    Case("multi_session", _user("Our chimney sweep is Wilhelmina.", "Wilhelmina comes every September.",
+                                "Wilhelmina charges 90 euros."),
+         "When does the woman who cleans our flue visit, and what does she ask for it?",
+         ("september", "90")),
+    Case("multi_session", _user("My driving instructor is Rasmus.", "Rasmus makes me practise parallel parking.",
+                                "Rasmus's car is a yellow Mini."),
+         "What manoeuvre does the man teaching me to drive make me practise, and what car does he use?",
+         ("parallel", "mini")),
+    Case("multi_session", _user("My son's girlfriend is Yelena.", "Yelena is a marine biologist.",
+                                "Yelena is vegan."),
+         "What does my boy's partner do for a living, and what does she eat?", ("marine", "vegan")),
+    Case("multi_session", _user("The mechanic who services our van is Olusegun.",
+                                "Olusegun's garage is on Quarry Road.",
+                                "Olusegun closes at noon on Saturdays."),
+         "Where is the workshop of the man who maintains our van, and when does he close at the weekend?",
+         ("quarry", "noon")),
+    Case("multi_session", _user("My bowls club captain is Siobhan.",
+                                "Siobhan wants us to enter the county league.",
+                                "Siobhan holds practice on the green behind the library."),
+         "Which competition does the leader of my lawn sport team want us to join, and where do we practise?",
+         ("county", "library")),
+    Case("multi_session", _user("Our lodger is Piotr.", "Piotr pays 600 a month.",
+                                "Piotr works nights as a security guard."),
+         "How much does the man renting our spare room pay, and what is his job?", ("600", "security")),
+    Case("multi_session", _user("My father-in-law is Hiroshi.", "Hiroshi lives in Sapporo.",
+                                "Hiroshi keeps bees."),
+         "Where does my wife's dad live, and what does he look after as a hobby?", ("sapporo", "bee")),
+    Case("assistant", _said("Suggest a colour for our front door.", "A deep teal would suit a brick house."),
+         "Which shade did you recommend for the entrance?", ("teal",),
+         ("A deep teal would suit a brick house.",)),
+    Case("assistant", _said("Book my train to Edinburgh on Friday.",
+                            "Booked: coach C, seat 42, departing 08:05, ticket LNR-5517."),
+         "Which seat did you get me for the rail journey north?", ("42",),
+         ("Booked: coach C, seat 42, departing 08:05, ticket LNR-5517.",)),
+    Case("assistant", _said("How much water for a cup of couscous?",
+                            "Use one and a half cups of boiling water per cup of couscous."),
+         "What amount of liquid did you say to pour on the semolina dish?",
+         ("one and a half", "1.5", "1 1/2"),
+         ("Use one and a half cups of boiling water per cup of couscous.",)),
+    Case("assistant", _said("Find a locksmith who works at night.",
+                            "Keyfast Locksmiths on Bridge Street answer calls all night."),
+         "Which company did you find to let me back into my house after dark?", ("keyfast",),
+         ("Keyfast Locksmiths on Bridge Street answer calls all night.",)),
+    Case("assistant", _said("What's the tallest mountain in Africa?",
+                            "The tallest mountain in Africa is Kilimanjaro."),
+         "Which peak did you tell me is the highest on that continent?", ("kilimanjaro",),
+         ("The tallest mountain in Africa is Kilimanjaro.",)),
+    Case("assistant", _said("Wake me up early tomorrow.", "Alarm set for 05:45 tomorrow."),
+         "For what hour did you set my morning wake-up?", ("05:45", "5:45"),
+         ("Alarm set for 05:45 tomorrow.",)),
+    Case("abstention", _user("Our neighbour's cat is called Mischief."),
+         "What is our neighbour's dog called?", ABSTAIN),
+    Case("abstention", _user("I have a season ticket for the opera."),
+         "Which seat do I have at the football stadium?", ABSTAIN),
+    Case("abstention", _user("The garden fence is made of cedar."),
+         "What is our garden gate made of?", ABSTAIN),
+    Case("abstention", _user("My favourite cheese is Gruyère."), "What is my favourite wine?", ABSTAIN),
+    Case("abstention", _user("My daughter's teacher is Mr. Thorsby."),
+         "Who is my son's swimming coach?", ABSTAIN),
+    Case("abstention", _user("We hired a skip for the renovation."),
+         "How much did the new kitchen cost?", ABSTAIN),
+    Case("extraction", _user("My national insurance number ends in 482C."),
+         "What are the last characters of my NI number?", ("482c",)),
+    Case("extraction", _user("The stopcock is under the kitchen sink."),
+         "Where do I turn off the mains water?", ("sink",)),
+    Case("extraction", _user("My bank's sort code is 20-45-77."), "Which branch code does my bank use?",
+         ("20-45-77",)),
+    Case("extraction", _user("I learned Italian from my grandmother in Turin."),
+         "Who taught me the language of Rome?", ("grandmother", "grandma")),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
-# shown; see its comment for what has been read of it).
+# shown; see its comment for what has been read of it). fresh31, fresh31m and fresh32 are
+# tuning material (their failures were read); the tuning half proper is ``TUNING``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
-          "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32}  # fmt: skip
-FRESH = "fresh32"
+          "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33}  # fmt: skip
+FRESH = "fresh33"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
