@@ -147,6 +147,74 @@ TUNING_WRITING = [
     "Explain why we need sleep.",
     "Write a short note to cancel a dentist appointment.",
 ]
+# The held-out tasks of bench/held_out.py until session 33 (only their summaries were read;
+# the arithmetic reader was widened by their writer): tuning tasks now.
+SESSION_30_ARITHMETIC = [
+    ("Add 23 to 58, then take away 11.", 70),
+    ("What is 30% of 90?", 27),
+    ("How much is a quarter of 120?", 30),
+    ("Multiply 9 by 13.", 117),
+    ("What do you get when you divide 96 by 8?", 12),
+    ("Take 45 away from 100.", 55),
+    ("What is 15 plus 27 plus 3?", 45),
+    ("Triple 14, then add 6.", 48),
+    ("What is eight times nine?", 72),
+    ("What is 2 to the power of 6?", 64),
+    ("What is one fifth of 250?", 50),
+    ("What is 12.5% of 400?", 50),
+    ("Halve 86 and then add 7.", 50),
+    ("What is the total of 14, 16 and 20?", 50),
+    ("What is 11 squared?", 121),
+    ("How much is 2,500 plus 1,250?", 3750),
+    ("What is 7 multiplied by 15?", 105),
+    ("What is 120 minus 45?", 75),
+    ("Divide 72 by 6 and then multiply by 5.", 60),
+    ("What is the mean of 3, 9 and 12?", 8),
+    ("What is a dozen times four?", 48),
+    ("What is two fifths of 50?", 20),
+    ("Subtract 7 from 40, then double the result.", 66),
+    ("What's 250 \u00f7 10?", 25),
+    ("Begin with 90, take off 30, then divide by 3.", 20),
+    ("What is 1% of 700?", 7),
+    ("What is fifteen plus twenty-six?", 41),
+    ("Decrease 200 by 15%.", 170),
+    ("A box holds 6 eggs. How many eggs are in 7 boxes?", 42),
+    ("I had 50 euros and spent 18. How much is left?", 32),
+]
+
+SESSION_30_WRITING = [
+    "Write a haiku about a lighthouse.",
+    "Write one sentence about a quiet library.",
+    "Suggest a name for a flower shop.",
+    "Write a short note thanking a teacher.",
+    "Describe a dog in two sentences.",
+    "Write a slogan for a swimming pool.",
+    "Give me a title for a story about a missing train.",
+    "Write a two-line poem about spring.",
+    "Explain in one sentence why leaves fall in autumn.",
+    "Write a welcome message for new club members.",
+    "List three animals that live in the sea.",
+    "Write a short apology for a late reply to an email.",
+    "Describe the sound of rain on a roof.",
+    "Write a short post announcing a bake sale.",
+    "Give one tip for staying focused while studying.",
+    "Write a limerick about a cat who loves cheese.",
+    "Summarise the story of Little Red Riding Hood in one sentence.",
+    "Write the first line of a science fiction story.",
+    "Suggest three names for a puppy.",
+    "Write a short get-well message for a friend.",
+    "Describe a beach at sunset.",
+    "Write a motto for a hiking club.",
+    "Explain to a child what the wind is.",
+    "Write a sentence that uses the word 'compass'.",
+    "Give a one-line description of a crowded market.",
+    "Write a short poem about the stars.",
+    "Write a product description for a ceramic mug.",
+    "Invent a name for a new ice cream flavour.",
+    "Write a polite message asking a neighbour to turn the music down.",
+    "Describe the taste of dark chocolate.",
+]
+
 EXAMPLE_FACTS = re.compile(r"\b(?:tom|bike|shed)\b", re.IGNORECASE)
 
 
@@ -206,8 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: the embedded runtime is not installed (missing {', '.join(missing)})")
         return 0
     held_out = args.set == "held-out"
-    sums = ARITHMETIC if held_out else EARLIER_ARITHMETIC + TUNING_ARITHMETIC
-    texts = WRITING if held_out else EARLIER_WRITING + TUNING_WRITING
+    sums = (
+        ARITHMETIC if held_out else EARLIER_ARITHMETIC + TUNING_ARITHMETIC + SESSION_30_ARITHMETIC
+    )
+    texts = WRITING if held_out else EARLIER_WRITING + TUNING_WRITING + SESSION_30_WRITING
     tree = args.tree.resolve()
     started = time.monotonic()
     with embedded(args.port, model) as runtime_url, sqlite_database() as db_url:
