@@ -39,6 +39,7 @@ _UP, _DOWN = r"(?:increase|raise)", r"(?:decrease|reduce|lower)"
 _TAKE = r"(?:subtract|take(?: away| off)?|deduct|remove)"
 _FRACTIONS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "tenth": 10}
 _FRACTION = "(" + "|".join(_FRACTIONS) + ")"
+_A_FRACTION = rf"(?:a\s+|one\s+|1\s+)?{_FRACTION}\b"  # "by a third", "by half"
 _REFERENCE = re.compile(
     r"\b(?:it|that|this|what(?:'s| is)? left|what remains|"
     r"the (?:result|answer|sum|total|product|difference|number|rest))\b"
@@ -52,6 +53,8 @@ _PHRASES: list[tuple[str, str]] = [
     (rf"{_N}\s*(?:%|percent|per cent)\s+of\s+{_N}", "({1} * {2} / 100)"),
     (rf"\b{_UP}\s+{_N}\s+by\s+{_N}{_PCT}", "({1} * (100 + {2}) / 100)"),
     (rf"\b{_DOWN}\s+{_N}\s+by\s+{_N}{_PCT}", "({1} * (100 - {2}) / 100)"),
+    (rf"\b{_UP}\s+{_N}\s+by\s+{_A_FRACTION}", "({1} + {1} / {2})"),
+    (rf"\b{_DOWN}\s+{_N}\s+by\s+{_A_FRACTION}", "({1} - {1} / {2})"),
     (rf"\b{_UP}\s+{_N}\s+by\s+{_N}", "({1} + {2})"),
     (rf"\b{_DOWN}\s+{_N}\s+by\s+{_N}", "({1} - {2})"),
     (rf"\b(?:a\s+|1\s+)?{_FRACTION}\s+(?:of\s+)?(?:a\s+)?{_N}", "({2} / {1})"),
@@ -82,6 +85,9 @@ _PHRASES: list[tuple[str, str]] = [
 _LISTS: list[tuple[str, str, bool]] = [
     (rf"\b(?:add(?: up| together)?|sum(?: up)?|(?:the )?(?:sum|total) of)\s+{_LIST}", " + ", False),
     (rf"\b(?:multiply(?: together)?|(?:the\s+)?product of)\s+{_LIST}", " * ", False),
+    # "What do 45 and 55 add up to?", "12 and 8 added together"
+    (rf"{_LIST}\s+(?:(?:add(?:ed)?|sum(?:med)?) up(?: to)?|added together|combined)", " + ", False),
+    (rf"{_LIST}\s+multiplied together", " * ", False),
     (rf"\b(?:the\s+)?(?:average|mean) of\s+{_LIST}", " + ", True),
 ]
 # Operator words between operands, longest first so that "multiplied by" wins over "by".
@@ -105,6 +111,8 @@ _ON_PREVIOUS = [
     (rf"^(?:subtract|minus|take away|deduct)\s+{_NOT_PREVIOUS}", f"({PREVIOUS} - {{1}})"),
     (rf"^{_UP}\s+by\s+{_NOT_PREVIOUS}{_PCT}", f"({PREVIOUS} * (100 + {{1}}) / 100)"),
     (rf"^{_DOWN}\s+by\s+{_NOT_PREVIOUS}{_PCT}", f"({PREVIOUS} * (100 - {{1}}) / 100)"),
+    (rf"^{_UP}\s+by\s+{_A_FRACTION}", f"({PREVIOUS} + {PREVIOUS} / {{1}})"),
+    (rf"^{_DOWN}\s+by\s+{_A_FRACTION}", f"({PREVIOUS} - {PREVIOUS} / {{1}})"),
     (rf"^{_UP}\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} + {{1}})"),
     (rf"^{_DOWN}\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} - {{1}})"),
     (r"^(?:double|doubled|twice)$", f"(2 * {PREVIOUS})"),

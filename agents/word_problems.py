@@ -4,7 +4,8 @@ The reader of ``agents.arithmetic`` understands arithmetic said in words ("add 1
 not a story around it ("A box holds 6 eggs. How many eggs are in 7 boxes?"). A small model
 computes badly but can often write the calculation a story asks for. So when a task asks
 for a quantity, holds numbers and the reader found nothing, the model is asked for the
-calculation only, as one expression, after two worked examples. An expression that uses
+calculation only, as one expression, after worked examples (one of each operation, so
+that no wording, such as a price, leans towards one of them). An expression that uses
 nothing but the task's own numbers (each at most as often as the task has it) runs through
 the calculator, and the result is the answer, labelled as the model's reading: nothing
 checks that the reading is the right one (``verified: false``). Any other expression is
@@ -34,6 +35,12 @@ READING_PROMPT = (
     "Expression: 4 * 5\n\n"
     "Task: A shirt costs 30 euros and is 10 euros off. How much does it cost now?\n"
     "Expression: 30 - 10\n\n"
+    "Task: Sam has 7 marbles and finds 5 more. How many marbles does he have now?\n"
+    "Expression: 7 + 5\n\n"
+    "Task: One notebook costs 3 dollars. How much do 8 notebooks cost?\n"
+    "Expression: 3 * 8\n\n"
+    "Task: 20 sweets are shared equally by 4 children. How many does each child get?\n"
+    "Expression: 20 / 4\n\n"
     "Task: {task}\n"
     "Expression:"
 )

@@ -100,6 +100,14 @@ def test_a_transcript_reply_loses_a_later_line_in_someone_elses_name(raw, clean)
         ("Add 6 and 9 and 12.", "6 + 9 + 12"),
         ("Quadruple 12.", "4 * 12"),
         ("How many is half a dozen plus 4?", "(12 / 2) + 4"),
+        # A change by a fraction, and numbers that "add up".
+        ("Cut 90 by a third.", None),  # "cut" is not a change by a fraction
+        ("Lower 90 by a third.", "90 - 90 / 3"),
+        ("Raise 40 by a quarter.", "40 + 40 / 4"),
+        ("Reduce 50 by half.", "50 - 50 / 2"),
+        ("What do 30 and 12 add up to?", "30 + 12"),
+        ("What are 7, 8 and 9 added together?", "7 + 8 + 9"),
+        ("What are 2, 3 and 4 multiplied together?", "2 * 3 * 4"),
         ("Write a haiku about autumn.", None),
         ("List 3 fruits and 2 vegetables.", None),
     ],
@@ -119,6 +127,9 @@ def test_the_arithmetic_of_a_task_is_found(task, expression):
         ("What is 19 plus 23, divided by 2?", ["19 + 23", "P / 2"]),
         ("What is four times 12, then halved?", ["4 * 12", "P / 2"]),
         ("Start at 100, then subtract 25.", ["100 - 25"]),
+        ("Start with 80, then increase it by a quarter.", ["80 + 80 / 4"]),
+        ("What do 30 and 12 add up to?", ["30 + 12"]),
+        ("Multiply 6 by 5, then reduce that by a third.", ["6 * 5", "P - P / 3"]),
         # A next step joined by a plain "and".
         ("Subtract 9 from 50 and divide the result by 4.", ["50 - 9", "P / 4"]),
         ("Multiply 6 by 7 and add 8.", ["6 * 7", "P + 8"]),
