@@ -215,6 +215,40 @@ SESSION_30_WRITING = [
     "Describe the taste of dark chocolate.",
 ]
 
+# Session 33's first fresh tasks: three misses read, the reader changed on them.
+SESSION_33_ARITHMETIC = [
+    ("Sum 64 and 36, then divide by 4.", 25),
+    ("What's 40 percent of 65?", 26),
+    ("Work out 18 times 11.", 198),
+    ("How much is 1000 minus 387?", 613),
+    ("Calculate three quarters of 48.", 36),
+    ("If I double 37 and subtract 4, what do I get?", 70),
+    ("What is 144 divided by 12?", 12),
+    ("Please compute 5 cubed.", 125),
+    ("Add up 12, 15, 18 and 25.", 70),
+    ("What number is 9 less than 61?", 52),
+    ("What is 75% of 240?", 180),
+    ("Find the product of 16 and 6.", 96),
+    ("How much is two dozen plus five?", 29),
+    ("What is twenty-two times three?", 66),
+    ("Take 300, subtract 120, then halve it.", 90),
+    ("What is the square root of 144?", 12),
+    ("Raise 80 by 10 percent.", 88),
+    ("Reduce 60 by a third.", 40),
+    ("What's 3.5 times 4?", 14),
+    ("Split 84 equally among 7 people. How much does each get?", 12),
+    ("What is 17 plus 28 minus 9?", 36),
+    ("Multiply 25 by 8, then add 50.", 250),
+    ("What do 45 and 55 add up to?", 100),
+    ("What is 6 to the power of 3?", 216),
+    ("What is one eighth of 64?", 8),
+    ("Compute the average of 10, 20, 30 and 40.", 25),
+    ("A ticket costs 12 dollars. How much do 5 tickets cost?", 60),
+    ("There were 40 apples and 13 were eaten. How many remain?", 27),
+    ("Add 99 and 1, then multiply the sum by 3.", 300),
+    ("How much is 900 divided by 4?", 225),
+]
+
 EXAMPLE_FACTS = re.compile(r"\b(?:tom|bike|shed)\b", re.IGNORECASE)
 
 
@@ -275,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     held_out = args.set == "held-out"
     sums = (
-        ARITHMETIC if held_out else EARLIER_ARITHMETIC + TUNING_ARITHMETIC + SESSION_30_ARITHMETIC
+        ARITHMETIC
+        if held_out
+        else EARLIER_ARITHMETIC + TUNING_ARITHMETIC + SESSION_30_ARITHMETIC + SESSION_33_ARITHMETIC
     )
     texts = WRITING if held_out else EARLIER_WRITING + TUNING_WRITING + SESSION_30_WRITING
     tree = args.tree.resolve()
