@@ -26,13 +26,16 @@ class ModelCall:
     """One stateless model call, recorded as a ``model_call`` step; answered with the
     model's text. With ``messages`` (chat messages) those are sent instead of ``prompt``;
     ``options`` go over the profile's. ``cleaned``: a reply the agent stores cleaned
-    (``agents.replies.clean_reply``), whose token events carry the cleaned text."""
+    (``agents.replies.clean_reply``), whose token events carry the cleaned text; and
+    ``rewrite``d, sentence by sentence, when the agent gives a rewrite that it applies to
+    what it stores too (``conversations.perspective``)."""
 
     name: str = "generate"
     prompt: str = ""
     messages: list[dict[str, str]] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     cleaned: bool = False
+    rewrite: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,7 @@ class JobContext:
                 options=action.options,
                 messages=action.messages,
                 cleaned=action.cleaned,
+                rewrite=action.rewrite,
             )
         if isinstance(action, ToolCall):
             return self.call_tool(action.name, action.arguments, enabled=list(action.enabled))
@@ -161,6 +162,7 @@ class JobContext:
         options: dict[str, Any] | None = None,
         messages: list[dict[str, str]] | None = None,
         cleaned: bool = False,
+        rewrite: Callable[[str], str] | None = None,
     ) -> str:
         """One stateless model call through the gateway, recorded as a model_call step.
 
@@ -168,7 +170,8 @@ class JobContext:
         keeps the model's raw text; what the agent stores may be cleaned. The text is
         streamed as the job's ``token`` events while it is generated; with ``cleaned`` (a
         reply the agent stores cleaned by ``agents.replies.clean_reply``) those carry the
-        cleaned reply as it becomes certain, so that they put together equal what is kept.
+        cleaned reply as it becomes certain, so that they put together equal what is kept
+        (``rewrite``, when given, rewrites its sentences: ``agents.reply_stream``).
         """
         self.check()
         options = {**self.profile.options, **(options or {})}
@@ -178,7 +181,8 @@ class JobContext:
         with self.step(StepKind.MODEL_CALL, name, step_input) as out:
             gateway.api_key_check_live(self.job.api_key)
             tokens = events.TokenEvents(self.job, out.index)
-            reply = ReplyStream(transcript=self.profile.is_transcript) if cleaned else None
+            transcript = self.profile.is_transcript
+            reply = ReplyStream(transcript=transcript, rewrite=rewrite) if cleaned else None
             try:
                 result = gateway.model_call(
                     api_key=self.job.api_key,

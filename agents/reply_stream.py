@@ -20,11 +20,16 @@ that part is complete):
 * a reply that starts with a quote, until a quote inside it shows it is not one quoted
   whole;
 * a sentence being written whose words so far begin an earlier sentence: it may end as
-  that sentence again, which the cleaning cuts (a loop).
+  that sentence again, which the cleaning cuts (a loop);
+* with a ``rewrite`` of the reply's sentences (the agent's, which it applies to what it
+  stores too), any sentence until it is complete: only a complete sentence can be
+  rewritten.
 """
 
 import logging
 import re
+from collections.abc import Callable
+from dataclasses import replace
 
 from agents.replies import (
     _BULLET,
@@ -32,6 +37,7 @@ from agents.replies import (
     _OWN_LABEL,
     _QUOTES,
     _SENTENCE_END,
+    _SENTENCE_OR_LINE_END,
     _TOOL_LINE,
     MARKER_TAKES_WORDS,
     CleanReply,
@@ -73,8 +79,11 @@ def _is_bullet(line: str) -> bool:
 class ReplyStream:
     """Cleans a reply as it streams: :meth:`feed` the raw deltas, show what it returns."""
 
-    def __init__(self, *, transcript: bool = False) -> None:
+    def __init__(
+        self, *, transcript: bool = False, rewrite: Callable[[str], str] | None = None
+    ) -> None:
         self.transcript = transcript
+        self.rewrite = rewrite
         self.raw = ""
         self.sent = ""
 
@@ -100,6 +109,8 @@ class ReplyStream:
         """The text still to show, and the whole cleaned reply (what :meth:`feed` gave out
         followed by that text)."""
         final = clean_reply(self.raw, transcript=self.transcript)
+        if self.rewrite is not None:
+            final = replace(final, text=self.rewrite(final.text))
         if not final.text.startswith(self.sent):  # the rules above are meant to prevent it
             logger.error("A streamed reply was cleaned differently once complete")
             return "", final
@@ -112,6 +123,11 @@ class ReplyStream:
             inner = text[1:-1]
             if text[0] not in inner and _QUOTES[text[0]] not in inner:
                 return ""  # it may yet be one quote, whose marks are removed
+        if self.rewrite is not None:
+            # The safe text ends where the raw text is decided: a sentence that ends there
+            # with its mark is complete (the cleaning took the space after it).
+            ends = [m.end() for m in _SENTENCE_OR_LINE_END.finditer(text + " ")]
+            return self.rewrite(text[: min(max(ends, default=0), len(text))])
         return text
 
     def _decided_end(self) -> int:

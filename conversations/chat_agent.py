@@ -30,7 +30,10 @@
    with the messages asked about shown again last (:func:`focused`); then the profile's
    ``unknown_reply`` ("I don't know.") is the reply to a question, at once when the user
    never named what they ask about, and its ``acknowledgement_reply`` ("Thanks for telling
-   me.") to anything else. A model call whose
+   me.") to anything else. To a question about the user's own things, a reply's sentences
+   that tell their facts in their voice ("I work in Leeds." to "Where do I work?") are said
+   as the assistant ("You work in Leeds.": ``conversations.perspective``), as the reply
+   streams. A model call whose
    text is not the reply is marked so (``Discard``: its streamed tokens are taken back),
    and the reply given instead is given by a note step whose tokens carry it (``Say``): the
    tokens of the step that produced the stored reply are that reply.
@@ -41,6 +44,7 @@
 Every step is a request to the runner (``agents.actions``), which records it.
 """
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -51,13 +55,21 @@ from agents.kinds import agent
 from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
-from conversations.borrowing import asks_back, borrowed, is_question, told_about
+from conversations.borrowing import (
+    asks_about_the_user,
+    asks_back,
+    borrowed,
+    is_question,
+    told_about,
+)
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
 from conversations.frame import EARLIER_HEADER
 from conversations.models import Message, Role
+from conversations.perspective import said_back
 from conversations.selectors import conversation_get, messages_of_job
+from conversations.told import user_items
 from core.exceptions import DomainError
 from gateway import embeddings
 
@@ -180,6 +192,17 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
     return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 
 
+def in_assistants_voice(context: Context) -> Callable[[str], str] | None:
+    """To a question about the user's own things, the rewrite of a reply that says the
+    assistant's sentences that tell the user's facts in the user's voice as the assistant
+    (``conversations.perspective``): given to the model call, so that the reply's tokens
+    carry the reply as it is stored."""
+    if not asks_about_the_user(context.message.content):
+        return None
+    told = [item.content for item in user_items(context)]
+    return lambda reply: said_back(reply, told)
+
+
 def answer(turn: ChatTurn) -> Steps:
     """The model's reply to the turn, cleaned: ``(context, reply)`` (see the module)."""
     profile, max_steps = turn.profile, turn.profile.max_steps
@@ -199,7 +222,10 @@ def answer(turn: ChatTurn) -> Steps:
         # for the first after a borrowed reply when its prompt shows what is asked about.
         fresh, context = retry == "focus" and shown is not context, shown
         options = RETRY_OPTIONS if retry and not fresh else None
-        text = yield render.model_call(profile, context, name=REPLY_STEP, options=options)
+        voice = in_assistants_voice(context)
+        text = yield render.model_call(
+            profile, context, name=REPLY_STEP, options=options, rewrite=voice
+        )
         parsed = parse_answer(text)
         if parsed.kind == "tool":
             yield Discard(DISCARDED_TOOL_CALL)
@@ -215,6 +241,8 @@ def answer(turn: ChatTurn) -> Steps:
         cleaned = clean_reply(text, transcript=profile.is_transcript)
         if cleaned.removed:
             yield Note("reply_cleaned", {"removed": cleaned.removed, "kept": cleaned.text})
+        if voice is not None:
+            cleaned = replace(cleaned, text=voice(cleaned.text))
         if cleaned.text:
             last = round_number == max_steps
             reply = yield from _checked(turn, context, cleaned.text, last=last)

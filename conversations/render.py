@@ -16,6 +16,7 @@ Both read the context's structured parts (each message with its role); nothing h
 back text written before.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from agents.actions import ModelCall
@@ -109,14 +110,25 @@ def transcript_stops(options: dict[str, Any], *, retrieved: bool = False) -> dic
 
 
 def model_call(
-    profile: AgentProfile, context: Context, *, name: str = "reply", options: dict | None = None
+    profile: AgentProfile,
+    context: Context,
+    *,
+    name: str = "reply",
+    options: dict | None = None,
+    rewrite: Callable[[str], str] | None = None,
 ) -> ModelCall:
     """The model call for this context in the profile's prompt style; ``options`` go over
-    the profile's (and a transcript's stops)."""
+    the profile's (and a transcript's stops); ``rewrite``: see ``ModelCall``."""
     if profile.is_transcript:
         stopped = transcript_stops(profile.options, retrieved=bool(context.retrieved))
         options = {**stopped, **(options or {})}
-        return ModelCall(name=name, prompt=transcript(context), options=options, cleaned=True)
+        return ModelCall(
+            name=name, prompt=transcript(context), options=options, cleaned=True, rewrite=rewrite
+        )
     return ModelCall(
-        name=name, messages=chat_messages(context), options=dict(options or {}), cleaned=True
+        name=name,
+        messages=chat_messages(context),
+        options=dict(options or {}),
+        cleaned=True,
+        rewrite=rewrite,
     )

@@ -91,6 +91,21 @@ def test_a_chat_streams_exactly_the_reply_it_stores_cleaned_as_it_flows(
     assert "".join(texts) == reply
 
 
+def test_a_reply_said_back_as_the_assistant_streams_as_it_is_stored(run_now, agent_client, runtime):
+    runtime.script = lambda prompt, body: Reply(text="Nice.")
+    run_now("/agent/chat", {"prompt": "I work as a nurse in Leeds."})
+    runtime.script = lambda prompt, body: Reply(text="I work as a nurse in Leeds. I love it.")
+    data = run_now("/agent/chat", {"prompt": "Where do I work?"})
+    job = Job.objects.get(pk=data["job_id"])
+    reply = job.final_result["message"]["content"]
+    assert reply == "You work as a nurse in Leeds. I love it."  # nothing of theirs: as it was
+    events = stream_of(agent_client, job.pk)
+    assert not [d for _, kind, d in events if kind == "discard"]
+    [reply_step] = {d["index"] for _, kind, d in events if kind == "step" and d["name"] == "reply"}
+    texts = [d["text"] for _, kind, d in events if kind == "token" and d["step"] == reply_step]
+    assert "".join(texts) == reply
+
+
 def test_last_event_id_resumes_after_that_event_by_header_or_query(run_now, agent_client):
     job_id = run_now("/agent/job/start", {"task": "Say hi."})["job_id"]
     events = stream_of(agent_client, job_id)

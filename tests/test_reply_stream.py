@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from agents.replies import clean_reply
 from agents.reply_stream import ReplyStream
+from conversations.perspective import said_back
 
 # Pieces of what small models write, good and bad.
 PIECES = [
@@ -47,8 +48,8 @@ PIECES = [
 ]
 
 
-def streamed(raw: str, cuts: list[int], *, transcript: bool) -> tuple[str, str]:
-    stream = ReplyStream(transcript=transcript)
+def streamed(raw: str, cuts: list[int], *, transcript: bool, rewrite=None) -> tuple[str, str]:
+    stream = ReplyStream(transcript=transcript, rewrite=rewrite)
     shown, start = [], 0
     for cut in [*sorted({c % (len(raw) + 1) for c in cuts}), len(raw)]:
         shown.append(stream.feed(raw[start:cut]))
@@ -67,6 +68,33 @@ def test_what_a_stream_shows_is_the_reply_cleaned_once_complete(pieces, cuts, tr
     raw = "".join(pieces)
     shown, final = streamed(raw, cuts, transcript=transcript)
     assert shown == final == clean_reply(raw, transcript=transcript).text
+
+
+# The user's voice, said back as the assistant's (conversations.perspective).
+TOLD = ["I work in Leeds and love mango.", "My dog is Rex. I'm a nurse."]
+VOICE_PIECES = [*PIECES, "I work in Leeds", " I love mango", "My dog", " is Rex", "I'm a nurse"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(VOICE_PIECES), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=10),
+    transcript=st.booleans(),
+)
+def test_a_rewritten_stream_shows_the_reply_cleaned_then_rewritten(pieces, cuts, transcript):
+    raw = "".join(pieces)
+
+    def rewrite(text: str) -> str:
+        return said_back(text, TOLD)
+
+    shown, final = streamed(raw, cuts, transcript=transcript, rewrite=rewrite)
+    assert shown == final == rewrite(clean_reply(raw, transcript=transcript).text)
+
+
+def test_a_rewritten_stream_holds_a_sentence_until_it_is_complete():
+    stream = ReplyStream(rewrite=lambda text: said_back(text, TOLD))
+    assert stream.feed("I work in Leeds. My dog") == "You work in Leeds."
+    assert stream.finish()[0] == " Your dog"
 
 
 @pytest.mark.parametrize(
