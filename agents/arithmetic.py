@@ -108,7 +108,7 @@ _ON_PREVIOUS = [
     (rf"^(?:divide|divided)\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} / {{1}})"),
     (rf"^multiplied\s+by\s+{_NOT_PREVIOUS}", f"({PREVIOUS} * {{1}})"),
     (rf"^(?:add|plus)\s+{_NOT_PREVIOUS}", f"({PREVIOUS} + {{1}})"),
-    (rf"^(?:subtract|minus|take away|deduct)\s+{_NOT_PREVIOUS}", f"({PREVIOUS} - {{1}})"),
+    (rf"^(?:subtract|minus|take away|take off|deduct)\s+{_NOT_PREVIOUS}", f"({PREVIOUS} - {{1}})"),
     (rf"^{_UP}\s+by\s+{_NOT_PREVIOUS}{_PCT}", f"({PREVIOUS} * (100 + {{1}}) / 100)"),
     (rf"^{_DOWN}\s+by\s+{_NOT_PREVIOUS}{_PCT}", f"({PREVIOUS} * (100 - {{1}}) / 100)"),
     (rf"^{_UP}\s+by\s+{_A_FRACTION}", f"({PREVIOUS} + {PREVIOUS} / {{1}})"),

@@ -129,6 +129,7 @@ def test_the_arithmetic_of_a_task_is_found(task, expression):
         ("Start at 100, then subtract 25.", ["100 - 25"]),
         ("Start with 80, then increase it by a quarter.", ["80 + 80 / 4"]),
         ("What do 30 and 12 add up to?", ["30 + 12"]),
+        ("Begin with 70, take off 10, then divide by 6.", ["70 - 10", "P / 6"]),
         ("Multiply 6 by 5, then reduce that by a third.", ["6 * 5", "P - P / 3"]),
         # A next step joined by a plain "and".
         ("Subtract 9 from 50 and divide the result by 4.", ["50 - 9", "P / 4"]),
