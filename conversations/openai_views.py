@@ -133,17 +133,25 @@ async def _reply_pieces(chat: AgentChat, started: float) -> Pieces:
     """The reply as the job generates it: the text of the ``token`` events of its ``reply``
     model calls, relayed from the job's event stream; then, once the job finished, the rest
     of the stored reply (none when the stream carried it all) and the call's result.
-    A failed or cancelled job raises :class:`JobFailed` / :class:`JobCancelled`. Closed
-    before the job ended (the client went away), it cancels the job."""
+
+    An OpenAI stream cannot take text back: when the job discards an attempt whose tokens
+    were relayed (a borrowed reply, asked again), nothing more is relayed, and the stored
+    reply follows in full after a blank line. A failed or cancelled job raises
+    :class:`JobFailed` / :class:`JobCancelled`. Closed before the job ended (the client went
+    away), it cancels the job."""
     replies: set[int] = set()
+    relayed: set[int] = set()  # the reply steps whose tokens were relayed
     sent: list[str] = []
-    ended = False
+    taken_back = ended = False
     try:
         async with contextlib.aclosing(eventbus.job_events(chat.job_id)) as job_events:
             async for event in job_events:
                 if event.type == "step" and event.data.get("name") == REPLY_STEP:
                     replies.add(event.data["index"])
-                elif event.type == "token" and event.data["step"] in replies:
+                    discarded = (event.data.get("output") or {}).get("discarded")
+                    taken_back = taken_back or bool(discarded and event.data["index"] in relayed)
+                elif event.type == "token" and event.data["step"] in replies and not taken_back:
+                    relayed.add(event.data["step"])
                     sent.append(event.data["text"])
                     yield event.data["text"]
                 elif event.type == "status" and event.data["status"] in TERMINAL:
@@ -154,8 +162,11 @@ async def _reply_pieces(chat: AgentChat, started: float) -> Pieces:
             await asyncio.shield(in_thread(_cancel, chat.job_id))
     text = _reply_of(chat, state)
     streamed = "".join(sent)
-    if text.startswith(streamed) and len(text) > len(streamed):
-        yield text[len(streamed) :]
+    if text.startswith(streamed):
+        if len(text) > len(streamed):
+            yield text[len(streamed) :]
+    else:
+        yield f"\n\n{text}"
     tokens = await in_thread(_job_tokens, chat.job_id)
     yield gateway_services.ModelCallResult(
         model=chat.model, response=text, elapsed=time.perf_counter() - started, **tokens

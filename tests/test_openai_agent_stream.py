@@ -112,3 +112,29 @@ def test_a_client_that_goes_away_mid_reply_cancels_the_chat_job(
     )
     wait_for(lambda: runtime.closed_early >= 1, what="the runtime call to be closed")
     assert not Message.objects.filter(role="assistant").exists()
+
+
+def test_an_attempt_the_agent_does_not_keep_is_followed_by_the_stored_reply(
+    base_url, api_key, cluster, runtime
+):
+    # The default profile's example conversation keeps a bike in the shed: a reply that
+    # names them borrows from it and is asked again, sampling.
+    def script(prompt, body):
+        options = body.get("options") or {}
+        sampled = options.get("temperature", body.get("temperature")) == 0.7
+        text = "Good to hear." if sampled else "Your bike is in the shed."
+        return Reply(text=text, chunk_delay=0.05)
+
+    runtime.script = script
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=60)
+    stream = client.chat.completions.create(
+        model="agent/default",
+        user="hal",
+        stream=True,
+        messages=[{"role": "user", "content": "I went for a run."}],
+    )
+    shown = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    [reply] = Message.objects.filter(role="assistant")
+    assert reply.content == "Good to hear."
+    # Sent text cannot be taken back: the stored reply follows it after a blank line.
+    assert shown == "Your bike is in the shed.\n\nGood to hear."
