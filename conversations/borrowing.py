@@ -64,7 +64,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from conversations.context import Context, Item
-from conversations.persona import speaks_as_someone
+from conversations.persona import introduces, speaks_as_someone
 from conversations.told import asked_subject, named, possessed, user_items, user_words
 from conversations.wording import (
     COMMON,
@@ -188,19 +188,26 @@ def asks_back(message: str) -> bool:
     return recall and not _ADVICE & set(said_words)
 
 
+# A question for the user's own name.
+_ASKS_OWN_NAME = re.compile(r"\bmy name\b|\bam i called\b|\bwho am i\b", re.IGNORECASE)
+
+
 def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
     """The messages of the context (recent and retrieved) that the new message asks about:
     those sharing a word with it, those whose seq is in ``similar``, and, to a question of
     the user's own, the user's that say they changed something of theirs ("I just moved
-    to Valencia." to "Where do I live now?")."""
+    to Valencia." to "Where do I live now?"), and to one for their name those that give
+    it ("Hi! I'm Ines." to "What's my name?", which share no word)."""
     asked = content_words(context.message.content)
     own = asks_about_the_user(context.message.content)
+    own_name = bool(_ASKS_OWN_NAME.search(context.message.content))
     seen: set[int] = set()
     found = []
     for item in (*context.recent, *context.retrieved):
         if item.seq in seen or item.seq == context.message.seq:
             continue
         changed = own and item.role == "user" and _changed_own(item, asked)
+        changed = changed or (own_name and item.role == "user" and introduces(item.content))
         if item.seq in similar or asked & content_words(item.content) or changed:
             seen.add(item.seq)
             found.append(item)

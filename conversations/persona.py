@@ -57,3 +57,8 @@ def speaks_as_someone(
         return invented or None
     mirrored = _openings(reply) & set().union(*(_openings(text) for text in told))
     return tuple(sorted(mirrored)[0]) if mirrored else None
+
+
+def introduces(text: str) -> bool:
+    """Whether ``text`` gives its speaker's name ("Hi! I'm Ines", "my name is Ines")."""
+    return any(words(m.group(1))[0] not in COMMON for m in _INTRODUCES.finditer(text))

@@ -505,3 +505,16 @@ def test_the_acknowledgement_thanks_the_user_by_default():
         "Thanks for telling me."
     )
     assert chat_profile().acknowledgement_reply == "Thanks for telling me."
+
+
+def test_a_question_for_the_users_name_is_about_their_introduction():
+    asked = context(
+        "What's my name?",
+        "Hi! I'm Ines and I work as a nurse in Leeds.",
+        "Nice to meet you.",
+        "I have a dog called Pepper.",
+        "That's nice.",
+    )
+    # The dog's message is the closest in meaning; the introduction shares no word.
+    assert borrowed("Your name is Ines.", asked, EXAMPLE, similar={3}) is None
+    assert borrowed("Your name is Sarah.", asked, EXAMPLE, similar={3}) is not None
