@@ -13,10 +13,12 @@
 * **Updates win.** When several hits are about the same thing (about as similar to the
   question as the best hit, and close to it in meaning; or close to it and at least as
   similar to the question as one that is, or newer than one that is, close to it and
-  about as similar to the question),
-  the newest of them is marked ``most recent`` and placed after the best, itself after
-  its partner (ranks -1 and -2): a value said again later reads as current, on the line
-  the model reads last. The older hits of its
+  about as similar to the question; or one of the messages said after it that stand out
+  as the closest to it, ``Item.updates``), the newest of them is marked ``most recent``
+  and placed after the best, itself after its partner (ranks -1 and -2): a value said
+  again later reads as current, on the line the model reads last. A line about the same
+  topic less close to the best than such a message does not outrank it
+  (:func:`_past_echoes`). The older hits of its
   role about it by meaning alone are replaced by it (``Item.replaced_by``): the builder
   leaves them out of the prompt and its step lists them, so that a small model cannot
   answer the stale value. A replaced hit's partner goes with it only when it says the
@@ -28,7 +30,7 @@
   ("3 days ago"), so that the order of what was said is plain.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from conversations import entities, linked, selectors, vectors
@@ -82,12 +84,16 @@ def _relation(best: Item, hit: Item, closeness: float | None) -> str:
     thing, not necessarily the same fact); ``MEANING`` when it is close in meaning
     (``linked.NEIGHBOUR``) and about as similar to the question (within
     ``SAME_TOPIC_MARGIN``), or very close (``SAME_MEANING``) and still relevant (within
-    ``WIDE_MARGIN``); "" when it is about something else. ``closeness``: the two
+    ``WIDE_MARGIN``), or one of the messages of its speaker said after it that stand out
+    as the closest to it (``Item.updates``); "" when it is about something else.
+    ``closeness``: the two
     messages' similarity, None when one has no vector (then the question's similarities
     alone decide)."""
     near = closeness is None or closeness >= linked.NEIGHBOUR
     if hit.via and hit.via in best.content:
         return NAME if near else ""
+    if hit.updates == best.seq and hit.role == best.role:
+        return MEANING  # one of the closest said after it (``linked.newer_neighbours``)
     if hit.similarity is None or best.similarity is None:
         return ""
     gap = best.similarity - hit.similarity
@@ -129,6 +135,8 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
             same.append(i)
     related[at] = "" if best.via else MEANING
     rivals = [i for i in same if i in scored and _rivals(heads[i], best)]
+    updating = [i for i in same if heads[i].updates == best.seq]
+    rivals = _past_echoes(rivals, updating, heads, closeness)
     # A newer hit close in meaning to the best and to one of its rivals, and about as
     # similar to the question as that rival, says the thing again, later ("These days
     # Ursula Le Guin is the author I love most." 0.16 less similar to the question than
@@ -141,8 +149,23 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
             related[i] = MEANING
             same.append(i)
             rivals.append(i)
-    latest = max([at, *(rivals or same)], key=lambda i: heads[i].seq)
+    latest = max([at, *(rivals or same), *updating], key=lambda i: heads[i].seq)
     return latest, _replaced(heads, related, latest) if rivals else {}
+
+
+def _past_echoes(
+    rivals: list[int], updating: list[int], heads: dict[int, Item], closeness: Callable
+) -> list[int]:
+    """The rivals but those less close to the best in meaning than the closest of the
+    messages said after it that stand out as the closest to it (``updating``:
+    ``linked.newer_neighbours``): a line about the same topic that says nothing of it
+    ("Ok. (the dentist appointment)", 0.73 close to "My dentist appointment is on the 4th
+    of May.") does not outrank what changed it ("The dentist rang and moved my appointment
+    to the 11th of May.", 0.82)."""
+    if not updating:
+        return rivals
+    least = max(closeness(heads[i]) or 0.0 for i in updating)
+    return [i for i in rivals if i in updating or (closeness(heads[i]) or 0.0) >= least]
 
 
 def _again(hit: Item, rival: Item, unit: dict) -> bool:

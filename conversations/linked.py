@@ -19,10 +19,15 @@ question. Some are relevant only through another message:
   the question than the best of them alone (they are about something else). A name in
   many messages (a colleague named all the time) narrows nothing down and is not followed.
 * **Updates.** "I started a new job at Solaris Energy." is further from "Who is my
-  employer?" than "I work at Nordlicht Bank.", yet it is the answer. A candidate that is
-  one of the ``NEAREST`` messages in meaning to a kept hit among those said after it (at
-  least ``NEIGHBOUR`` close, and at most ``QUESTION_MARGIN`` less similar to the question
-  than the hit) is kept: it may say what changed.
+  employer?" than "I work at Nordlicht Bank.", yet it is the answer. Of the messages said
+  after a kept hit, the ``NEAREST`` closest to it in meaning may say what changed, when
+  they stand out from the others said after it (at least ``STANDS_OUT`` closer than the
+  next one: not one of many lines alike): a candidate at least ``NEIGHBOUR`` close and at
+  most ``QUESTION_MARGIN`` less similar to the question than the hit, or any message of
+  the hit's speaker at least ``SAME_THING`` close, however unlike the question it reads
+  ("We've stopped going to the market; a veg box from Hilltop Farm arrives every Friday
+  now." is 0.19 similar to "Where do our vegetables come from?", 0.54 close to "We get
+  our vegetables from the Saturday market.").
 
 All are bounded: candidates are the fused ranking's first ``CANDIDATES``, names followed
 at most ``MAX_NAMES`` (``MAX_TRIES`` looked up), names tried as a whole at most
@@ -42,6 +47,10 @@ NEIGHBOUR = 0.35
 NEAREST = 2  # the closest later messages of a hit that may be what changed it
 # ... and about as close to the question as the hit is (at most this much less similar).
 QUESTION_MARGIN = 0.2
+# ... or this close to the hit, however unlike the question; either way this much closer
+# to the hit than the next message said after it.
+SAME_THING = 0.5
+STANDS_OUT = 0.05
 NEIGHBOUR_HITS = 3  # the kept hits whose newer neighbours are looked for
 NAME_HITS = 2  # the kept hits whose names are followed
 MAX_NAMES = 3
@@ -96,11 +105,21 @@ def follow_names(
     return found, reached
 
 
-def newer_neighbours(conversation_id: str, kept: list[Row], candidates: list[Row]) -> list[Row]:
-    """Candidates that are, among the messages said after one of the best kept hits, the
-    ``NEAREST`` closest to it in meaning (and at least ``NEIGHBOUR`` close)."""
+def newer_neighbours(
+    conversation_id: str,
+    kept: list[Row],
+    candidates: list[Row],
+    before_seq: int | None = None,
+    row_at: Callable[[int], Row | None] = lambda seq: None,
+) -> list[Row]:
+    """Messages that are, among those said after one of the best kept hits (and before
+    ``before_seq``), the ``NEAREST`` closest to it in meaning and stand out from the
+    others (see the module docstring): candidates, or messages ``row_at`` reads (with
+    their similarity to the question, when they have one). A kept hit that is one of them
+    gets ``updates`` too."""
     hits = kept[:NEIGHBOUR_HITS]
     by_seq = {row["seq"]: row for row in candidates}
+    taken = {row["seq"]: row for row in kept}
     unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[row["seq"] for row in hits])
     found: list[Row] = []
     for hit in hits:
@@ -108,16 +127,50 @@ def newer_neighbours(conversation_id: str, kept: list[Row], candidates: list[Row
         if mine is None:
             continue
         seqs, similarity = vectors.similarities(
-            conversation_id=conversation_id, query=mine, before_seq=None
+            conversation_id=conversation_id, query=mine, before_seq=before_seq
         )
         later = seqs > hit["seq"]
+        nearest = _distinct(vectors.best(seqs[later], similarity[later], 2 * NEAREST + 2))
+        crowd = nearest[NEAREST][1] if len(nearest) > NEAREST else 0.0
         floor = (hit.get("similarity") or 0.0) - QUESTION_MARGIN
-        for seq, score in vectors.best(seqs[later], similarity[later], NEAREST):
-            row = by_seq.get(seq)
-            if row is None or score < NEIGHBOUR or row.get("similarity", 0.0) < floor:
+        for seq, score in nearest[:NEAREST]:
+            if score < max(NEIGHBOUR, crowd + STANDS_OUT):
                 continue
-            found.append({**by_seq.pop(seq), "updates": hit["seq"]})
+            if seq in taken:  # a kept hit that may update it says so too
+                if _may_update(hit, taken[seq], score, floor):
+                    taken[seq].setdefault("updates", hit["seq"])
+                continue
+            row = by_seq.pop(seq, None) or (row_at(seq) if score >= SAME_THING else None)
+            if row is None or not _may_update(hit, row, score, floor):
+                continue
+            taken[seq] = {**row, "updates": hit["seq"]}
+            found.append(taken[seq])
     return found
+
+
+def _distinct(nearest: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """``nearest`` (best first) with one message of each text: the same text said again
+    has the same similarity (the newest is kept)."""
+    by_score: dict[float, tuple[int, float]] = {}
+    for seq, score in nearest:
+        key = round(score, 6)
+        if key not in by_score or seq > by_score[key][0]:
+            by_score[key] = (seq, score)
+    return sorted(by_score.values(), key=lambda pair: -pair[1])
+
+
+def _may_update(hit: Row, row: Row, closeness: float, floor: float) -> bool:
+    """Whether ``row``, said after ``hit`` and ``closeness`` close to it, may say what
+    changed: not about someone else (it opens with a name the hit does not have: "Ingrid
+    is vegetarian." after "I'm vegetarian."), and about as similar to the question
+    (``floor``), or said by the same speaker and at least ``SAME_THING`` close."""
+    words = entities.capitalised(row["content"])
+    opens = words and row["content"].startswith(words[0])
+    if opens and words[0].lower() not in hit["content"].lower():
+        return False
+    if row.get("similarity", 0.0) >= floor:
+        return True
+    return closeness >= SAME_THING and row["role"] == hit["role"]
 
 
 def clustered_names(

@@ -164,7 +164,12 @@ def _linked(
         for seq in wanted
         if seq in known
     ]
-    newer = linked.newer_neighbours(search.conversation_id, rows, candidates) if rows else []
+    newer = []
+    if rows:
+        newer = linked.newer_neighbours(
+            search.conversation_id, rows, candidates, search.before_seq,
+            lambda seq: _row_at(search, seq),
+        )  # fmt: skip
     taken.update(row["seq"] for row in newer)
     found = _about(search)
     about = [row for row, _ in found]
@@ -184,6 +189,13 @@ def _linked(
             row["via"] = name
     head = rows[: linked.NAME_HITS]
     return head + about + named + newer + rows[linked.NAME_HITS :]
+
+
+def _row_at(search: _Search, seq: int) -> Row | None:
+    """The message at ``seq`` with its similarity to the question (when it has a vector)."""
+    row = _rows(search.conversation_id, [seq]).get(seq)
+    score = vectors.lookup(search.seqs, search.similarity, [seq])
+    return {**row, "similarity": round(score[seq], 4)} if row and seq in score else row
 
 
 def _about(search: _Search) -> list[tuple[Row, str]]:

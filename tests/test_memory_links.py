@@ -3,10 +3,13 @@ vector yet (``conversations.vectors_words``), rare names two candidates share, a
 messages about what a hit says (``conversations.linked``); the newest of a topic marked by
 meaning, not by how close each hit is to the question."""
 
+from dataclasses import replace
+
 import pytest
 from django.utils import timezone
 
 from conversations import arrange, linked, vectors, vectors_words
+from conversations.history import Item
 from conversations.models import MessageEmbedding
 from conversations.retrieval import find_messages
 from tests.test_chat import owner_key  # noqa: F401
@@ -134,3 +137,67 @@ def test_a_newer_line_about_as_relevant_as_a_rival_but_far_from_it_is_not_curren
     arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
     assert {item.seq: (item.mark, item.replaced_by) for item in arranged}[151] == ("", None)
     assert {item.seq: item.replaced_by for item in arranged}[55] is None
+
+
+def test_the_closest_message_said_after_a_hit_is_kept_however_unlike_the_question(owner):  # noqa: F811
+    contents = filler(200)
+    contents[30] = "We get our vegetables from the Saturday market."
+    contents[150] = (
+        "We've stopped going to the market; a veg box from Hilltop Farm arrives every Friday now."
+    )
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    found = find_messages(
+        conversation_id=conversation.pk, query="Where do our vegetables come from?", limit=10
+    )
+    rows = {row["seq"]: row for row in found.rows}
+    assert rows[151]["updates"] == 31
+    assert rows[151]["similarity"] < rows[31]["similarity"] - linked.QUESTION_MARGIN
+    groups = [[Item.from_row(row)] for row in found.rows]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert {item.seq: item.mark for item in arranged}[151] == "most recent"
+
+
+def test_a_later_message_about_someone_else_is_not_taken_for_an_update(owner):  # noqa: F811
+    contents = filler(200)
+    contents[30] = "I'm vegetarian."
+    contents[150] = "Ingrid is vegetarian."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    row = {"role": "user", "content": contents[30], "similarity": 0.35}
+    newer = linked.newer_neighbours(
+        conversation.pk, [{**row, "seq": 31}], [{**row, "seq": 151, "content": contents[150]}]
+    )
+    assert newer == []
+
+
+def test_the_same_text_said_again_counts_once_among_the_closest():
+    nearest = [(40, 0.61), (90, 0.61), (12, 0.58), (70, 0.4)]
+    assert linked._distinct(nearest) == [(90, 0.61), (12, 0.58), (70, 0.4)]
+
+
+def test_a_line_about_the_topic_does_not_outrank_what_changed_the_best_hit(owner):  # noqa: F811
+    contents = filler(100)
+    contents[2] = "My dentist appointment is on the 4th of May."
+    contents[40] = "The dentist rang and moved my appointment to the 11th of May."
+    contents[80] = "Ok. (the dentist appointment)"
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    first = hit(3, "user", contents[2], 0.863, days=90)
+    moved = replace(hit(41, "user", contents[40], 0.768, days=50), updates=3)
+    line = hit(81, "user", contents[80], 0.747, days=10)
+    groups = [[first], [moved], [line]]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert {item.seq: item.mark for item in arranged} == {3: "", 41: "most recent", 81: ""}
+
+
+def test_a_reply_among_the_closest_after_the_best_hit_is_not_marked_as_its_update(owner):  # noqa: F811
+    contents = filler(100)
+    contents[2] = "My sister lives in Nantes."
+    contents[41] = "Could you remind Mia about the weekend trip? I think it was moved yesterday."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    best = hit(3, "user", contents[2], 0.514, days=60)
+    reply = replace(hit(42, "assistant", contents[41], 0.386, days=5), updates=3)
+    arranged = arrange.arrange(conversation.pk, [[best], [reply]], timezone.now(), paired=0)
+    assert {item.seq: item.mark for item in arranged} == {3: "", 42: ""}
