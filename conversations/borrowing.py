@@ -299,15 +299,23 @@ def _fact_words(text: str) -> set[str]:
     return content_words(text) | (_NUMBER_WORDS.keys() & set(words(text)))
 
 
-def _unfounded(reply: str, context: Context) -> Borrowed | None:
+def _unfounded(
+    reply: str, context: Context, relevant: Collection[int] | None = None
+) -> Borrowed | None:
     """``unfounded`` (see the module) for a question that asks to be told something back, or
     None: when it is not of the user's own and no message of theirs holds all its words
     (general knowledge: "What is the best soil for tomatoes?" after "I grow tomatoes."),
     when it asks for more talk ("What about the garden?"), or when the reply says it does
-    not know or names a word of what the user (or, asked of "you", the assistant) said."""
+    not know or names a word of what the user (or, asked of "you", the assistant) said.
+    Given ``relevant`` (the seqs of the user's messages closest to it in meaning), only
+    the user's messages about what is asked count (:func:`told_about`): a filler's words
+    are no answer ("I rent from the library.")."""
     question, telling = _question_part(context.message.content)
     asked = _fact_words(question)
-    told = [context.summary, telling, *(item.content for item in user_items(context))]
+    grounds = user_items(context)
+    if relevant is not None:
+        grounds = [item for item in told_about(context, relevant) if item.role == "user"]
+    told = [context.summary, telling, *(item.content for item in grounds)]
     if _SECOND_PERSON & set(words(question)):
         shown = (*context.recent, *context.retrieved)
         told += [item.content for item in shown if item.role == "assistant"]
@@ -334,11 +342,16 @@ def _previous_exchange(context: Context) -> tuple[str, str] | None:
 
 
 def borrowed(
-    reply: str, context: Context, system_prompt: str, similar: Collection[int] = ()
+    reply: str,
+    context: Context,
+    system_prompt: str,
+    similar: Collection[int] = (),
+    relevant: Collection[int] | None = None,
 ) -> Borrowed | None:
     """Why ``reply`` borrows from the prompt rather than answering (see the module), or
     None when it does not. ``similar``: the seqs of the messages close in meaning to the
-    new one (:func:`told_about`)."""
+    new one (:func:`told_about`); ``relevant``: the user's messages most relevant to it,
+    the only ones an ``unfounded`` reply's facts may come from (None: any of theirs)."""
     shown = said(context)
     reply_words = set(words(reply))
     copied = sorted((reply_words & example_facts(system_prompt)) - shown)
@@ -363,7 +376,7 @@ def borrowed(
     if asks_to_recall(context):
         found = _unsupported_subject(reply, context) or _outdated(reply, context)
         found = found or _ungrounded(reply, context, told_about(context, similar))
-        return found or _unfounded(reply, context)
+        return found or _unfounded(reply, context, relevant)
     if asks_back(context.message.content):
-        return _outdated(reply, context) or _unfounded(reply, context)
+        return _outdated(reply, context) or _unfounded(reply, context, relevant)
     return None

@@ -85,6 +85,9 @@ DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unus
 # (``borrowing.told_about``) when it shares no word with them.
 SIMILAR_MESSAGES = 2
 SIMILAR_FLOOR = 0.35
+# A user's message about as close in meaning to the new one as the closest (within this
+# cosine) is one a reply's facts may come from (``relevant_seqs``).
+RELEVANT_MARGIN = 0.08
 # The user's messages a retry shows again just before the new one, at most.
 FOCUS_MESSAGES = 2
 
@@ -123,21 +126,35 @@ def first_context(job: Job) -> Steps:
     return (yield from turn.prepare(offer_tools=True))
 
 
-def similar_seqs(turn: ChatTurn, context: Context) -> set[int]:
-    """The seqs of the context's messages closest in meaning to the new one (see
-    ``SIMILAR_*``), from the stored vectors; none without them."""
+def closeness(turn: ChatTurn, context: Context) -> dict[int, float]:
+    """How close in meaning each of the context's messages is to the new one (cosine of
+    the stored vectors), by seq; empty without them."""
     seqs = [item.seq for item in (*context.recent, *context.retrieved)]
     try:
         found = vectors.vectors_of(
             conversation_id=turn.job.conversation_id, seqs=[*seqs, turn.message.seq]
         )
     except embeddings.EmbeddingUnavailable:
-        return set()
+        return {}
     own = found.pop(turn.message.seq, None)
-    if own is None:
-        return set()
-    scored = sorted(((float(own @ vector), seq) for seq, vector in found.items()), reverse=True)
+    return {} if own is None else {seq: float(own @ vector) for seq, vector in found.items()}
+
+
+def similar_seqs(scores: dict[int, float]) -> set[int]:
+    """The seqs of the messages closest in meaning to the new one (see ``SIMILAR_*``)."""
+    scored = sorted(((score, seq) for seq, score in scores.items()), reverse=True)
     return {seq for score, seq in scored[:SIMILAR_MESSAGES] if score >= SIMILAR_FLOOR}
+
+
+def relevant_seqs(context: Context, scores: dict[int, float]) -> set[int] | None:
+    """The user's messages most relevant to the new one: the closest in meaning and those
+    within ``RELEVANT_MARGIN`` of it (``borrowing.borrowed``'s ``relevant``); None without
+    vectors."""
+    own = {item.seq: scores[item.seq] for item in user_items(context) if item.seq in scores}
+    if not own:
+        return None
+    best = max(own.values())
+    return {seq for seq, score in own.items() if score >= best - RELEVANT_MARGIN}
 
 
 def focused(turn: ChatTurn, context: Context) -> Context:
@@ -150,7 +167,7 @@ def focused(turn: ChatTurn, context: Context) -> Context:
     shown = {item.seq for item in context.retrieved}
     about = [
         item
-        for item in told_about(context, similar_seqs(turn, context))
+        for item in told_about(context, similar_seqs(closeness(turn, context)))
         if item.role == Role.USER and item.seq not in shown
     ][-FOCUS_MESSAGES:]
     extra = sum(item.cost(numbered=True) for item in about)
@@ -175,7 +192,11 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
     (:func:`instead_of_borrowed`) once ``BORROWED_RETRIES`` retries are spent, on the last
     allowed call, or at once for a kind no retry can mend (``FINAL``). A note says what
     was borrowed."""
-    found = borrowed(text, context, turn.profile.system_prompt, similar_seqs(turn, context))
+    scores = closeness(turn, context)
+    found = borrowed(
+        text, context, turn.profile.system_prompt, similar_seqs(scores),
+        relevant=relevant_seqs(context, scores),
+    )  # fmt: skip
     if found is None:
         return text
     turn.borrowed += 1

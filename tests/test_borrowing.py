@@ -275,6 +275,23 @@ def test_an_answer_that_names_nothing_the_user_said_is_unfounded():
     assert borrowed("It is 5512.", alarm, "") is None
 
 
+def test_an_answer_from_a_message_that_is_not_about_the_question_is_unfounded():
+    rent = context(
+        "Who do I rent from?", "My landlady's name is Mrs. Abernathy.", "Nice.",
+        "I spent the morning at the library.", "Lovely.",
+    )  # fmt: skip
+    # Given the messages closest in meaning (the landlady's), a filler's words are no answer.
+    assert borrowed("I rent from the library.", rent, "", relevant={1}).problem == "unfounded"
+    assert borrowed("From Mrs. Abernathy.", rent, "", relevant={1}) is None
+    assert borrowed("I rent from the library.", rent, "") is None  # without vectors: any
+    # A later message sharing a word with the question is about it, however far in meaning.
+    moved = context(
+        "When is my sister's wedding?", "My sister's wedding is in June.", "Nice.",
+        "The wedding has been pushed back to September.", "Ok.",
+    )  # fmt: skip
+    assert borrowed("In September.", moved, "", relevant={1}) is None
+
+
 def test_an_answer_to_what_the_user_never_spoke_of_or_to_a_follow_up_is_not_judged():
     tomatoes = context("What is the best soil for tomatoes?", "I grow tomatoes.", "Nice.")
     assert borrowed("Loam with compost.", tomatoes, "") is None  # general knowledge
@@ -449,6 +466,19 @@ def test_an_unfounded_answer_is_asked_again_then_unknown(chat, runtime, style): 
     assert reply(job) == "I don't know."
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["unfounded"] * 3
     assert temperatures(runtime) == [0, 0.7, 0.7]  # no message shares a word: none shown again
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_a_reply_from_a_message_far_from_the_question_is_unfounded(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("My landlady's name is Mrs. Abernathy.", profile=profile)
+    chat("I spent the whole morning reading at the library.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "I rent from the library."
+    job = chat("Who do I rent from?", profile=profile)
+    assert reply(job) == "I don't know."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["unfounded"] * 3
 
 
 @pytest.mark.parametrize("style", ["transcript", "chat"])
