@@ -88,6 +88,9 @@ SIMILAR_FLOOR = 0.35
 # A user's message about as close in meaning to the new one as the closest (within this
 # cosine) is one a reply's facts may come from (``relevant_seqs``).
 RELEVANT_MARGIN = 0.08
+# Below this cosine a message is about something else, however close it is beside the
+# others (a long filler turn's words are no answer when the fact is not in the prompt).
+RELEVANT_FLOOR = 0.25
 # The user's messages a retry shows again just before the new one, at most.
 FOCUS_MESSAGES = 2
 
@@ -147,14 +150,15 @@ def similar_seqs(scores: dict[int, float]) -> set[int]:
 
 
 def relevant_seqs(context: Context, scores: dict[int, float]) -> set[int] | None:
-    """The user's messages most relevant to the new one: the closest in meaning and those
-    within ``RELEVANT_MARGIN`` of it (``borrowing.borrowed``'s ``relevant``); None without
+    """The user's messages most relevant to the new one (``borrowing.borrowed``'s
+    ``relevant``): the closest in meaning and those within ``RELEVANT_MARGIN`` of it, at
+    least ``RELEVANT_FLOOR`` (none when the prompt holds nothing on it); None without
     vectors."""
     own = {item.seq: scores[item.seq] for item in user_items(context) if item.seq in scores}
     if not own:
         return None
-    best = max(own.values())
-    return {seq for seq, score in own.items() if score >= best - RELEVANT_MARGIN}
+    floor = max(max(own.values()) - RELEVANT_MARGIN, RELEVANT_FLOOR)
+    return {seq for seq, score in own.items() if score >= floor}
 
 
 def focused(turn: ChatTurn, context: Context) -> Context:
