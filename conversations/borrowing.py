@@ -29,9 +29,12 @@ the prompt style, by comparing the reply with the context the model was given:
 * ``unfounded``: the user asks to be told something back about their own things or about
   what they told ("Who do I rent from?"; "What does Benedikt do?": a message of theirs
   holds every word of the question), and no word of the reply beyond the question's own is in
-  anything the user said (their messages in the context and the summary; the assistant's
-  too when the question asks what "you" said): "You rent from this place." after "My
-  landlady's name is Mrs. Abernathy."; "I don't have a code." answers nothing;
+  what the user said about it (the summary, and their messages in the context that are
+  about what is asked: :func:`told_about` with the caller's ``relevant``, the closest in
+  meaning; any of theirs without vectors; the assistant's too when the question asks what
+  "you" said): "You rent from this place." after "My landlady's name is Mrs. Abernathy.";
+  "I rent from the library." from a long turn about a morning; "I don't have a code."
+  answers nothing;
 * ``never_said``: such a question names a thing of the user's own ("Where does my sister
   live?", :func:`asked_subject`) that no message of the user's in the context names, and
   the reply answers rather than saying it does not know: nothing the model was shown can
