@@ -67,7 +67,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from conversations.context import Context, Item
-from conversations.persona import introduces, speaks_as_someone
+from conversations.persona import introduced_names, introduces, speaks_as_someone
 from conversations.told import asked_subject, named, possessed, user_items, user_words
 from conversations.wording import (
     COMMON,
@@ -256,6 +256,19 @@ def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     return Borrowed("elsewhere", found)
 
 
+def _not_their_name(reply: str, context: Context) -> Borrowed | None:
+    """``elsewhere`` to a question for the user's own name: the reply names someone, and
+    the names the user gave themselves in the prompt ("Hi! I'm Ines.") are others
+    ("Your name is Anna." after "My wife is called Anna."); None when they gave none."""
+    if not _ASKS_OWN_NAME.search(context.message.content) or _ABSTAINS.search(reply):
+        return None
+    given = set().union(*(introduced_names(item.content) for item in user_items(context)))
+    answered = facts(reply)
+    if not given or not answered or answered & given:
+        return None
+    return Borrowed("elsewhere", tuple(sorted(answered)))
+
+
 def _outdated(reply: str, context: Context) -> Borrowed | None:
     """``outdated`` (see the module) for a question that asks to recall something, or None."""
     asked = content_words(context.message.content)
@@ -377,7 +390,8 @@ def borrowed(
         if (named_facts and not named_facts & known) or numbers:
             return Borrowed("unsupported", tuple(sorted(numbers or named_facts)))
     if asks_to_recall(context):
-        found = _unsupported_subject(reply, context) or _outdated(reply, context)
+        found = _unsupported_subject(reply, context) or _not_their_name(reply, context)
+        found = found or _outdated(reply, context)
         found = found or _ungrounded(reply, context, told_about(context, similar))
         return found or _unfounded(reply, context, relevant)
     if asks_back(context.message.content):

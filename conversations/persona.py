@@ -59,6 +59,12 @@ def speaks_as_someone(
     return tuple(sorted(mirrored)[0]) if mirrored else None
 
 
+def introduced_names(text: str) -> set[str]:
+    """The names ``text`` gives its speaker, lower-cased ("Hi! I'm Ines": {"ines"})."""
+    found = (words(m.group(1))[0] for m in _INTRODUCES.finditer(text))
+    return {name for name in found if name not in COMMON}
+
+
 def introduces(text: str) -> bool:
     """Whether ``text`` gives its speaker's name ("Hi! I'm Ines", "my name is Ines")."""
-    return any(words(m.group(1))[0] not in COMMON for m in _INTRODUCES.finditer(text))
+    return bool(introduced_names(text))

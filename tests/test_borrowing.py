@@ -548,3 +548,19 @@ def test_a_question_for_the_users_name_is_about_their_introduction():
     # The dog's message is the closest in meaning; the introduction shares no word.
     assert borrowed("Your name is Ines.", asked, EXAMPLE, similar={3}) is None
     assert borrowed("Your name is Sarah.", asked, EXAMPLE, similar={3}) is not None
+
+
+def test_a_name_the_user_did_not_give_themselves_answers_another_question():
+    asked = context(
+        "What's my name?",
+        "Hi! I'm Ines and I work as a nurse in Leeds.",
+        "Nice to meet you.",
+        "My wife is called Anna.",
+        "Lovely.",
+    )
+    found = borrowed("Your name is Anna.", asked, EXAMPLE, similar={3})
+    assert (found.problem, found.words) == ("elsewhere", ("anna",))
+    assert borrowed("Your name is Ines.", asked, EXAMPLE, similar={3}) is None
+    # No introduction in the prompt: nothing to judge the name by.
+    unknown = context("What's my name?", "My wife is called Anna.", "Lovely.")
+    assert borrowed("I don't know your name.", unknown, EXAMPLE) is None
