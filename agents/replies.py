@@ -35,7 +35,7 @@ _FRAME_ECHO = re.compile(
     r"the assistant can use tools|to use one, the assistant answers|"
     r"earlier messages are not shown|messages found in the earlier history|"
     r"^\s*recent messages:\s*$|^\s*earlier in the conversation:\s*$|"
-    r"^\s*summary of the conversation up to",
+    r"^\s*summary of the conversation up to|\[message cut: about",
     re.IGNORECASE,
 )
 _QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»", "„": "“"}

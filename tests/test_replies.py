@@ -41,6 +41,12 @@ from agents.replies import clean_reply
             ["tool_list"],
         ),
         ("Ok.\n(12 earlier messages are not shown here.)", "Ok.", ["tool_list"]),
+        # The note of a clipped message in the prompt, copied (conversations.clipping).
+        (
+            "It moved to the 11th of May. [message cut: about 15 tokens not shown]",
+            "It moved to the 11th of May.",
+            ["tool_list"],
+        ),
         ("Shopping list:\n- milk: two litres\n- eggs: six", None, []),  # a real list stays
         ("A: yes", "A: yes", []),
         ("", "", []),
