@@ -9,7 +9,8 @@ text.
 What is held back, and why (each rule of the cleaning decides on a part of the text once
 that part is complete):
 * a line whose start is not yet decided: it may become an invented turn (``User:``), a
-  speaker's turn in a transcript, the reply's own label, or a bullet;
+  speaker's turn in a transcript, the reply's own label, or a bullet; and a line that
+  starts as such a turn, until it ends;
 * a run of bullet lines at the end (and what follows): a tool line after them would drop
   them too;
 * the rest of the last line after its last complete sentence (but for its words more than
@@ -34,10 +35,12 @@ from dataclasses import replace
 from agents.replies import (
     _BULLET,
     _FRAME_ECHO,
+    _INVENTED_TURN,
     _OWN_LABEL,
     _QUOTES,
     _SENTENCE_END,
     _SENTENCE_OR_LINE_END,
+    _SPEAKER_TURN,
     _TOOL_LINE,
     MARKER_TAKES_WORDS,
     CleanReply,
@@ -127,7 +130,7 @@ class ReplyStream:
             # The safe text ends where the raw text is decided: a sentence that ends there
             # with its mark is complete (the cleaning took the space after it).
             ends = [m.end() for m in _SENTENCE_OR_LINE_END.finditer(text + " ")]
-            return self.rewrite(text[: min(max(ends, default=0), len(text))])
+            return self.rewrite(text[: min(max(ends, default=0), len(text))].rstrip())
         return text
 
     def _decided_end(self) -> int:
@@ -144,6 +147,10 @@ class ReplyStream:
             kept -= 1
         end = sum(len(line) for line in lines[:kept])
         if held_bullet or not _start_decided(tail):
+            return end
+        if _INVENTED_TURN.match(tail) or (self.transcript and _SPEAKER_TURN.match(tail)):
+            # A turn's label ("Hello. Marta: yes" reads as Marta's turn): the cleaning may
+            # drop the whole line, and a cut at a sentence inside its label would not.
             return end
         start = len(self.raw) - len(tail)
         found = _INLINE_START.search(tail)

@@ -112,6 +112,13 @@ def test_a_stream_shows_what_no_later_text_can_change(raw, early):
     assert stream.feed(raw) == early
 
 
+def test_a_line_that_reads_as_a_speakers_turn_is_held_until_it_ends():
+    # "Hello. Marta:" is a label of two capitalised words: the cleaning drops the line.
+    stream = ReplyStream(transcript=True)
+    assert stream.feed("Hello\nHello. Marta: yes") == "Hello"
+    assert stream.finish() == ("", clean_reply("Hello\nHello. Marta: yes", transcript=True))
+
+
 def test_a_long_sentence_streams_before_the_reply_ends():
     stream = ReplyStream()
     shown = [stream.feed(word + " ") for word in ["One.", "Two.", "Three.", "Four"]]
