@@ -67,7 +67,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from conversations.context import Context, Item
-from conversations.persona import introduced_names, introduces, speaks_as_someone
+from conversations.persona import introduced_names, speaks_as_someone
 from conversations.told import asked_subject, named, possessed, user_items, user_words
 from conversations.wording import (
     COMMON,
@@ -209,9 +209,10 @@ def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
     for item in (*context.recent, *context.retrieved):
         if item.seq in seen or item.seq == context.message.seq:
             continue
-        changed = own and item.role == "user" and _changed_own(item, asked)
-        changed = changed or (own_name and item.role == "user" and introduces(item.content))
-        if item.seq in similar or asked & content_words(item.content) or changed:
+        users = item.role == "user"
+        changed = own and users and _changed_own(item, asked)
+        gives_name = own_name and users and bool(introduced_names(item.content))
+        if item.seq in similar or asked & content_words(item.content) or changed or gives_name:
             seen.add(item.seq)
             found.append(item)
     return found

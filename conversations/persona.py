@@ -63,8 +63,3 @@ def introduced_names(text: str) -> set[str]:
     """The names ``text`` gives its speaker, lower-cased ("Hi! I'm Ines": {"ines"})."""
     found = (words(m.group(1))[0] for m in _INTRODUCES.finditer(text))
     return {name for name in found if name not in COMMON}
-
-
-def introduces(text: str) -> bool:
-    """Whether ``text`` gives its speaker's name ("Hi! I'm Ines", "my name is Ines")."""
-    return bool(introduced_names(text))
