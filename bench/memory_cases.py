@@ -1052,11 +1052,107 @@ FRESH_33 = [
          "Who taught me the language of Rome?", ("grandmother", "grandma")),
 ]  # fmt: skip
 
+# Session 34's fresh half, written before any change of that session: other facts, other
+# relations and other wording than every case above, weighted to abstention and
+# multi-session. Nothing is tuned on it; only its summary lines are read
+# (bench/memory_abilities.py never prints the fresh half's per-case lines). From session
+# 34 on, fresh33 is run with ``MEMORY_BENCH_SUMMARY_ONLY=fresh33``: still held out.
+FRESH_34 = [
+    Case("abstention", _user("My nephew Caspar collects vinyl records."),
+         "What does my niece collect?", ABSTAIN),
+    Case("abstention", _user("The bathroom tiles are white with a grey border."),
+         "What colour are the kitchen cupboards?", ABSTAIN),
+    Case("abstention", _user("I renewed the home insurance with Aviva."),
+         "Which company insures my motorbike?", ABSTAIN),
+    Case("abstention", _user("My brother Lukas is an electrician."),
+         "What does my brother's wife do for work?", ABSTAIN),
+    Case("abstention", _user("We walk the dog along the canal every evening."),
+         "Which vet treats our dog?", ABSTAIN),
+    Case("abstention", _user("My morning run is usually 6 kilometres."),
+         "How far did I cycle last weekend?", ABSTAIN),
+    Case("abstention", _user("The kids' dentist is in the same building as the pharmacy."),
+         "What time does my optician open?", ABSTAIN),
+    Case("abstention", _user("I bought a second-hand cello last spring."),
+         "Who gives me cello lessons?", ABSTAIN),
+    Case("abstention", _user("My mother grows tomatoes on her balcony."),
+         "What flowers does my mother-in-law grow?", ABSTAIN),
+    Case("multi_session", _user("My half-sister is Marisol.", "Marisol teaches flamenco.",
+                                "Marisol just moved to Granada."),
+         "What does my dad's other daughter teach, and which city did she move to?",
+         ("flamenco", "granada")),
+    Case("multi_session", _user("Our plumber is Bartholomew.", "Bartholomew only takes cash.",
+                                "Bartholomew's number is 0771 902 446."),
+         "How does the man who fixes our pipes want to be paid, and how do I ring him?",
+         ("cash", "0771 902 446")),
+    Case("multi_session", _user("My daughter's godmother is Evangeline.",
+                                "Evangeline runs a flower shop.",
+                                "Evangeline is allergic to cats."),
+         "What business does the woman who stood for my girl at her christening have, and what animal must we keep away from her?",
+         ("flower", "cat")),
+    Case("multi_session", _user("The head of my son's school is Mr. Adeyemi.",
+                                "Mr. Adeyemi wants to see us on the 14th.",
+                                "Mr. Adeyemi's office is in the east wing."),
+         "When does the headteacher want to meet us, and where do we find him?",
+         ("14", "east")),
+    Case("multi_session", _user("My wife's grandmother is Philippa.", "Philippa turns 95 in June.",
+                                "Philippa loves lemon drizzle cake."),
+         "How old will my wife's gran be, and what cake should we bake for her?",
+         ("95", "lemon")),
+    Case("multi_session", _user("The guy I carpool with is Ruairí.", "Ruairí drives a blue Passat.",
+                                "Ruairí picks me up at 7:20."),
+         "What car does my lift to work come in, and at what time?", ("passat", "7:20")),
+    Case("multi_session", _user("My old university tutor is Dr. Wainwright.",
+                                "Dr. Wainwright retired to Cornwall.",
+                                "Dr. Wainwright wrote a book on medieval castles."),
+         "Where did the academic who taught me go when he stopped working, and what was his book about?",
+         ("cornwall", "castle")),
+    Case("multi_session", _user("Our childminder is Gráinne.", "Gráinne charges 8 an hour.",
+                                "Gráinne is away the first week of August."),
+         "What is the hourly rate of the woman who looks after our kids, and when is she on leave?",
+         ("8", "august")),
+    Case("updates", _user("My yoga mat is the purple one from Decathlon.",
+                          "The purple mat tore, so I practise on a green cork mat now."),
+         "Which mat do I use for yoga?", ("cork", "green")),
+    Case("updates", _user("Our recycling is collected on Mondays.",
+                          "The council switched our recycling pickup to Thursdays."),
+         "On which day do the bins for recycling get emptied?", ("thursday",)),
+    Case("updates", _user("My eldest is in year 4 with Miss Carver.",
+                          "My eldest moved up and has Mr. Bellamy as teacher this year."),
+         "Who teaches my oldest child?", ("bellamy",)),
+    Case("updates", _user("I bank with Monzo for everyday spending.",
+                          "I closed the Monzo account and use Starling for day-to-day money."),
+         "Which bank do I use for everyday spending?", ("starling",)),
+    Case("assistant", _said("Give me a name for my chess club team.",
+                            "How about the Rook Raiders?"),
+         "What did you propose we call our chess side?", ("rook raiders",),
+         ("How about the Rook Raiders?",)),
+    Case("assistant", _said("Reserve a hire car for the trip to Inverness.",
+                            "Reserved a Ford Focus with Arnold Clark, pickup 10:30, confirmation AC-30917."),
+         "What is the confirmation for the vehicle you rented for the Highlands trip?",
+         ("ac-30917",), ("Reserved a Ford Focus with Arnold Clark, pickup 10:30, confirmation AC-30917.",)),
+    Case("assistant", _said("How long should a turkey rest after roasting?",
+                            "Let the turkey rest for 45 minutes under foil."),
+         "How long did you tell me to leave the bird before carving?", ("45",),
+         ("Let the turkey rest for 45 minutes under foil.",)),
+    Case("assistant", _said("Which planet has the most moons?",
+                            "Saturn has the most confirmed moons."),
+         "Which world did you say has the largest number of satellites?", ("saturn",),
+         ("Saturn has the most confirmed moons.",)),
+    Case("extraction", _user("My shoe repairer is on Tanner Lane."),
+         "Where do I get my boots resoled?", ("tanner",)),
+    Case("extraction", _user("My son's inhaler prescription runs out on the 2nd of February."),
+         "When does my boy's asthma medicine need renewing?", ("2nd of february", "february")),
+    Case("extraction", _user("Our holiday cottage sleeps six people."),
+         "How many guests fit in our holiday cottage?", ("six", "6")),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
 # shown; see its comment for what has been read of it). fresh31, fresh31m and fresh32 are
-# tuning material (their failures were read); the tuning half proper is ``TUNING``.
+# tuning material (their failures were read); the tuning half proper is ``TUNING``. fresh33
+# is held out too: run it with ``MEMORY_BENCH_SUMMARY_ONLY=fresh33``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
-          "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33}  # fmt: skip
-FRESH = "fresh33"
+          "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
+          "fresh34": FRESH_34}  # fmt: skip
+FRESH = "fresh34"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
