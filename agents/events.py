@@ -196,9 +196,8 @@ class TokenEvents:
         data = {"step": self.step_index, "text": text}
         before = _last_seq.get(self.job.pk) or _next_seq(self.job.pk) - 1
 
-        def write() -> JobEvent:
-            with transaction.atomic():
-                return event_emit(self.job, JobEventType.TOKEN, data)
+        def write() -> JobEvent:  # a transaction of its own: event_emit's
+            return event_emit(self.job, JobEventType.TOKEN, data)
 
         def committed() -> JobEvent | None:  # a write whose commit was cut: did it land?
             found = JobEvent.objects.filter(job_id=self.job.pk, seq__gt=before, data=data)

@@ -85,9 +85,9 @@ def job_claim_next(delivered_id: str, *, token: str) -> Job | None:
 
 
 def _pass_on(job_id: str) -> None:
-    job = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
-    if job is not None and not (job.kind == JobKind.CHAT and _earlier_chat_waiting(job)):
-        job_enqueue(job_id)
+    """Sends the wake-up of a job still queued again (one that waits for an earlier chat
+    of its conversation gets one too: it claims the fairest job, as every wake-up does)."""
+    job_enqueue(job_id)
 
 
 def job_renew_lease(job_id: str, *, token: str) -> bool:

@@ -1,5 +1,6 @@
 """Creating a job and sending its wake-up: the starts of the API and of the chats."""
 
+import functools
 import logging
 import time
 
@@ -24,6 +25,25 @@ logger = logging.getLogger(__name__)
 WAKEUP_RETRY_DELAYS = (0.2, 0.5, 1.0)
 
 
+def _broker():
+    """The broker of django-q2's configuration, one per process: django-q2 makes a new one
+    per message otherwise, and with it a new Redis client that connects again. A client
+    reconnects by itself after Redis restarts and is safe to share between threads (the
+    database broker uses the ORM)."""
+    from django_q.conf import Conf
+
+    return _broker_of(Conf.BROKER_CLASS, Conf.CLUSTER_NAME, str(Conf.REDIS), Conf.ORM)
+
+
+@functools.cache
+def _broker_of(*configuration):
+    """One broker per configuration: the arguments are the cache's key, get_broker() reads
+    the same settings from Conf."""
+    from django_q.brokers import get_broker
+
+    return get_broker()
+
+
 def _send_wakeup(job_id: str) -> None:
     """Puts the job's wake-up on the queue. A broker that stays away longer than the retries
     loses it: the job is committed and queued, and the reaper wakes it again later."""
@@ -32,7 +52,9 @@ def _send_wakeup(job_id: str) -> None:
     sync = settings.Q_CLUSTER.get("sync", False)
     for delay in (*WAKEUP_RETRY_DELAYS, None):
         try:
-            async_task("agents.tasks.run_job", job_id, task_name=job_id, sync=sync)
+            async_task(
+                "agents.tasks.run_job", job_id, task_name=job_id, sync=sync, broker=_broker()
+            )
             return
         except Exception as exc:
             if sync:
@@ -45,9 +67,10 @@ def _send_wakeup(job_id: str) -> None:
 
 
 def job_enqueue(job_id: str) -> None:
-    """Sends the wake-up message for a job. Safe to repeat: delivery only tries a claim."""
-    Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(enqueued_at=timezone.now())
-    _send_wakeup(job_id)
+    """Sends the wake-up message for a job that is still queued (one already claimed or
+    over needs none). Safe to repeat: delivery only tries a claim."""
+    if Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(enqueued_at=timezone.now()):
+        _send_wakeup(job_id)
 
 
 def _require_room_for_a_job(api_key) -> None:
