@@ -161,16 +161,18 @@ def _distinct(nearest: list[tuple[int, float]]) -> list[tuple[int, float]]:
 
 def _may_update(hit: Row, row: Row, closeness: float, floor: float) -> bool:
     """Whether ``row``, said after ``hit`` and ``closeness`` close to it, may say what
-    changed: not about someone else (it opens with a name the hit does not have: "Ingrid
-    is vegetarian." after "I'm vegetarian."), and about as similar to the question
-    (``floor``), or said by the same speaker and at least ``SAME_THING`` close."""
+    changed: said by the same speaker (a filler reply of the assistant's 0.34 close to "We
+    bought the sofa at IKEA." says nothing of what the user bought), not about someone else
+    (it opens with a name the hit does not have: "Ingrid is vegetarian." after "I'm
+    vegetarian."), and about as similar to the question (``floor``) or at least
+    ``SAME_THING`` close."""
     words = entities.capitalised(row["content"])
     opens = words and row["content"].startswith(words[0])
     if opens and words[0].lower() not in hit["content"].lower():
         return False
-    if row.get("similarity", 0.0) >= floor:
-        return True
-    return closeness >= SAME_THING and row["role"] == hit["role"]
+    if row["role"] != hit["role"]:
+        return False
+    return row.get("similarity", 0.0) >= floor or closeness >= SAME_THING
 
 
 def clustered_names(

@@ -12,13 +12,22 @@ question. A hit is kept only when it stands out:
   terms;
 * the best match by meaning is kept (above ``SIMILARITY_FLOOR`` and half the margin
   above the background) when it is at least ``STANDOUT`` more similar than every other
-  message: one message that stands out.
+  message: one message that stands out;
+* and in any case, a hit more than ``BEHIND_BEST`` less similar than the best match by
+  meaning is about something else ("My tennis coach is Ingrid.", 0.34, beside "My boss is
+  called Heather.", 0.60, for "What is my boss's husband called?" would bring Ingrid's
+  messages along), unless it is the first hit by words and has ``TEXT_SHARE`` of the
+  question's terms (words and meaning agree), or it is said after the best match, by the
+  same speaker, and close to it in meaning: it may say what changed ("Honestly, Nakamura
+  Ramen has become my favourite restaurant.", 0.47, after "My favourite restaurant is
+  Bistro Lumière.", 0.61, for "Which restaurant do I like best?").
 
 The values were chosen on the tuning half of ``bench/memory_abilities.py`` (the
 held-out half is only measured). What the floor left out is returned in ``dropped``
 with the reason, for the agent's step.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +40,7 @@ BACKGROUND_RANK = 10
 # A best match by meaning this much above every other message is kept below the floor.
 STANDOUT = 0.03
 TEXT_SHARE = 0.5
+BEHIND_BEST = 0.1
 
 Row = dict[str, Any]
 
@@ -43,6 +53,10 @@ class Floor:
     related: dict[str, list[str]]
     on: bool
     standout: float = 0.0
+    best: float = 0.0  # the best similarity of the history
+    first_worded: int | None = None  # the first hit by words
+    # Whether a message is said after the best match and close to it in meaning.
+    follows_best: Callable[[int], bool] = lambda seq: False
 
 
 def background(similarity: np.ndarray) -> float:
@@ -58,6 +72,11 @@ def standout(similarity: np.ndarray) -> float:
         return 0.0
     first, second = -np.partition(-similarity, 1)[:2]
     return float(first) if first - second >= STANDOUT else 0.0
+
+
+def best(similarity: np.ndarray) -> float:
+    """The best similarity of the history (0 when nothing has a vector)."""
+    return float(similarity.max()) if len(similarity) else 0.0
 
 
 def _matched_share(
@@ -102,6 +121,18 @@ def _why_not(
     return f"similarity {similarity:.2f} below the floor {needed:.2f}"
 
 
+def _behind(row: Row, floor: Floor) -> bool:
+    """Whether ``row`` is more than ``BEHIND_BEST`` less similar than the best match and
+    neither the first hit by words (with ``TEXT_SHARE`` of the question's terms) nor one
+    said after the best match about the same."""
+    if floor.best - row.get("similarity", floor.best) <= BEHIND_BEST:
+        return False
+    worded = row["seq"] == floor.first_worded
+    if worded and _matched_share(floor.query_terms, row["content"]) >= TEXT_SHARE:
+        return False
+    return not floor.follows_best(row["seq"])
+
+
 def kept(
     ranked: list[int],
     known: dict[int, dict[str, Any]],
@@ -130,6 +161,8 @@ def kept(
             related=floor.related,
             standout=floor.standout,
         )
+        if why is None and _behind(row, floor):
+            why = f"similarity {row['similarity']:.2f} more than {BEHIND_BEST} below the best"
         if why is not None and floor.on:
             dropped.append({"seq": seq, "reason": why})
             continue

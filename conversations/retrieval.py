@@ -123,11 +123,12 @@ def _names(search: _Search, rows: list[Row], best: list[Row]) -> list[str]:
         names = linked.clustered_names(
             best, search.query, search.query_vector, background, search.by_name
         )
-    for row in rows[: linked.NAME_HITS]:
-        names += [
-            n for n in entities.names([row["content"]], exclude=search.query) if n not in names
-        ]
-    return names
+    contents = [row["content"] for row in rows[: linked.NAME_HITS]]
+    # Names inside a sentence first, then capitalised words that open one ("Kwame plays the
+    # saxophone."): a word that many messages have is not followed (``linked.RARE``).
+    found = entities.names(contents, exclude=search.query)
+    found += [w for c in contents for w in entities.capitalised(c, exclude=search.query)]
+    return list(dict.fromkeys([*names, *found]))
 
 
 def _best_each(search: _Search, known: dict[int, Row]) -> list[Row]:
@@ -297,6 +298,25 @@ def _gather(search: _Search, limit: int) -> None:
         )
 
 
+def _follows(conversation_id: str, seqs: np.ndarray, similarity: np.ndarray):
+    """Whether a message is said after the best match by meaning, by the same speaker, and
+    at least ``linked.NEIGHBOUR`` close to it (it may say what changed)."""
+    if not len(seqs):
+        return lambda seq: False
+    best = int(seqs[int(np.argmax(similarity))])
+
+    def follows(seq: int) -> bool:
+        if seq <= best:
+            return False
+        rows = _rows(conversation_id, [best, seq])
+        if len(rows) < 2 or rows[best]["role"] != rows[seq]["role"]:
+            return False
+        unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[best, seq])
+        return len(unit) == 2 and float(unit[best] @ unit[seq]) >= linked.NEIGHBOUR
+
+    return follows
+
+
 @metrics.RETRIEVAL_DURATION.time()
 def find_messages(
     *,
@@ -327,6 +347,9 @@ def find_messages(
     floor_of = relevance.Floor(
         background=relevance.background(similarity),
         standout=relevance.standout(similarity),
+        best=relevance.best(similarity),
+        first_worded=by_words[0] if by_words else None,
+        follows_best=_follows(conversation_id, seqs, similarity),
         query_terms=terms(query),
         worded=set(by_words),
         related=search.related,
