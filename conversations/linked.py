@@ -22,9 +22,9 @@ question. Some are relevant only through another message:
   employer?" than "I work at Nordlicht Bank.", yet it is the answer. Of the messages said
   after a kept hit, the ``NEAREST`` closest to it in meaning may say what changed, when
   they stand out from the others said after it (at least ``STANDS_OUT`` closer than the
-  next one: not one of many lines alike): a candidate at least ``NEIGHBOUR`` close and at
-  most ``QUESTION_MARGIN`` less similar to the question than the hit, or any message of
-  the hit's speaker at least ``SAME_THING`` close, however unlike the question it reads
+  next one: not one of many lines alike), said by the hit's speaker: a candidate at least
+  ``NEIGHBOUR`` close and at most ``QUESTION_MARGIN`` less similar to the question than
+  the hit, or any message at least ``SAME_THING`` close, however unlike the question it reads
   ("We've stopped going to the market; a veg box from Hilltop Farm arrives every Friday
   now." is 0.19 similar to "Where do our vegetables come from?", 0.54 close to "We get
   our vegetables from the Saturday market.").
