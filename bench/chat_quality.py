@@ -9,7 +9,8 @@
 A full run (32 pairs, 10 tasks) takes 20 to 40 minutes on the shared 2-core machine: a
 pair is 25 to 75 s (three chats with the fact inside the window, five to seven with it
 pushed out). The pairs are held out (``bench/held_out.py``): the default profile's prompt
-and the reply checks were tuned on others (``--pair-set tuning``).
+and the reply checks were tuned on others (``--pair-set tuning``), and a run on them prints
+no pair's replies, only the summary.
 
 It runs the service as ``make run`` does (gunicorn, a django-q2 cluster, a fresh SQLite
 database, the embedded llama.cpp runtime with Gemma 3 270M on port 8089, started here
@@ -73,7 +74,12 @@ from bench.common import (  # noqa: E402
     service_env,
     sqlite_database,
 )
-from bench.held_out import CHAT_PAIRS, NEWCOMER_TALKS, SESSION_30_PAIRS  # noqa: E402
+from bench.held_out import (  # noqa: E402
+    CHAT_PAIRS,
+    NEWCOMER_TALKS,
+    SESSION_30_PAIRS,
+    SESSION_34_PAIRS,
+)
 from scripts import embedded_runtime  # noqa: E402
 
 # (fact, question, answer): the answer must appear in the reply (case-insensitive). The
@@ -113,8 +119,8 @@ EARLIER_PAIRS = [
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
 # Pairs for trying prompt shapes on (``--pair-set tuning``, with ``EARLIER_PAIRS``): the
-# figures of a change are the held-out ``bench.held_out.CHAT_PAIRS``, which nothing was
-# tuned on.
+# figures of a change are the held-out ``bench.held_out.SESSION_34_PAIRS``, which nothing
+# was tuned on.
 TUNING_PAIRS = [
     ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
     ("My favourite city is Vienna.", "What is my favourite city?", "Vienna"),
@@ -219,7 +225,16 @@ ALL_TUNING_PAIRS = (
     + PARAPHRASED_TUNING_PAIRS
     + SECOND_EARLIER_PAIRS
     + SESSION_30_PAIRS
+    + CHAT_PAIRS
 )
+# ``--pair-set``'s choices: the held-out pairs (the figures; only the summary is printed for
+# them), all the tuning pairs, or one earlier held-out set alone (tuning pairs now).
+PAIR_SETS = {
+    "held-out": SESSION_34_PAIRS,
+    "tuning": ALL_TUNING_PAIRS,
+    "session-32": CHAT_PAIRS,
+    "session-30": SESSION_30_PAIRS,
+}
 FILLERS = [
     "Let me tell you about my morning. I woke up early, made some coffee, read the news "
     "for a while, watered the plants on the balcony, answered a few emails about the "
@@ -492,7 +507,9 @@ def run_pairs(
     show_misses: bool = False,
     only: str | None = None,
     show_borrowed: bool = False,
+    quiet: bool = False,
 ) -> dict:
+    """The pairs' figures; ``quiet`` (the held-out pairs) prints no reply of a pair."""
     figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
     figures["show_borrowed"] = show_borrowed
     figures.update(wrong=0, abstained=0, asked=0)
@@ -524,12 +541,13 @@ def run_pairs(
         conversations += [
             (job.get("final_result") or {}).get("conversation_id", "") for job in (inside, first)
         ]
-        print(
-            f"  {index + 1:2}/{len(pairs)} ({time.monotonic() - pair_started:.0f} s,"
-            f" {fillers} fillers) inside: {shown(inside)}"
-            f" | outside{'' if out_of_window else ' (still in window)'}: {shown(outside)}",
-            flush=True,
-        )
+        progress = f"  {index + 1:2}/{len(pairs)} ({time.monotonic() - pair_started:.0f} s)"
+        if not quiet:
+            progress += (
+                f" {fillers} fillers, inside: {shown(inside)}"
+                f" | outside{'' if out_of_window else ' (still in window)'}: {shown(outside)}"
+            )
+        print(progress, flush=True)
     talks = [service.messages(cid) for cid in conversations if cid]
     replies = [text for talk in talks for role, text in talk if role == "assistant"]
     figures["example"] = figures["repeat"] = figures["unknown_again"] = 0
@@ -544,7 +562,8 @@ def run_pairs(
     figures["invented"] = sum(bool(INVENTED.search(text)) for text in replies)
     figures["quoted"] = sum(bool(QUOTED.match(text)) for text in replies)
     figures["speaker"] = sum(bool(SPEAKER.search(text)) for text in replies)
-    figures["examples"] = [text[:120] for text in replies if INVENTED.search(text)][:3]
+    invented = [text[:120] for text in replies if INVENTED.search(text)]
+    figures["examples"] = [] if quiet else invented[:3]
     return figures
 
 
@@ -675,15 +694,18 @@ def run_newcomer(service: Service, args: argparse.Namespace, started: float) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
-    parser.add_argument("--pairs", type=int, default=len(CHAT_PAIRS), help="fact pairs to run")
+    parser.add_argument(
+        "--pairs", type=int, default=len(SESSION_34_PAIRS), help="fact pairs to run"
+    )
     parser.add_argument(
         "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
     )
     parser.add_argument(
         "--pair-set",
-        choices=("held-out", "tuning"),
+        choices=tuple(PAIR_SETS),
         default="held-out",
-        help="the held-out pairs (the figures) or those prompt shapes are tried on",
+        help="the held-out pairs (the figures, summary only) or those prompt shapes are tried"
+        " on: all, or an earlier held-out set alone (session-32, session-30)",
     )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
@@ -744,16 +766,17 @@ def main(argv: list[str] | None = None) -> int:
             service = Service(server.url, key)
             if args.part == "newcomer":
                 return run_newcomer(service, args, started)
-            chosen = CHAT_PAIRS if args.pair_set == "held-out" else ALL_TUNING_PAIRS
-            pairs = chosen[args.skip_pairs :][: args.pairs]
+            held_out = args.pair_set == "held-out"
+            pairs = PAIR_SETS[args.pair_set][args.skip_pairs :][: args.pairs]
             print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
             figures = run_pairs(
                 service,
                 pairs,
                 started + args.max_seconds,
-                args.show_misses,
+                args.show_misses and not held_out,
                 args.only,
-                args.show_borrowed and args.pair_set == "tuning",
+                args.show_borrowed and not held_out,
+                quiet=held_out,
             )
             tasks = ARITHMETIC[: args.arithmetic]
             print(f"arithmetic ({len(tasks)} tasks):", flush=True)
@@ -766,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
         arith_invented,
         len(tasks),
     )
-    if args.show_borrowed:
+    if args.show_borrowed and args.pair_set != "held-out":
         for text in figures["borrowed_examples"]:
             print(f"    borrowed: {text!r}")
     print(f"  ({time.monotonic() - started:.0f} s)")

@@ -1,14 +1,15 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-26 (session 32) in new words, the tasks earlier that
-day. The sets these replace were read while changes were made (a failure once looked at is
-no longer held out), so they became tuning sets: ``bench/chat_quality.py``'s
-``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt,
-parser, check or threshold) is tried on the cases below, and their per-case lines are not
-read before a final run; once one is read to understand a failure, write a fresh set.
+The chat pairs were written on 2026-11-26 (session 34) in new words (``SESSION_34_PAIRS``;
+those of session 32, ``CHAT_PAIRS``, are tuning pairs now), the tasks earlier that day. The
+sets these replace were read while changes were made (a failure once looked at is no longer
+held out), so they became tuning sets: ``bench/chat_quality.py``'s ``*_PAIRS`` and
+``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser, check or
+threshold) is tried on the held-out cases, and their per-case lines are not read before a
+final run; once one is read to understand a failure, write a fresh set.
 
-The chat pairs ask in other words than the fact was told ("Who does my accounts?" after
-"My accountant is Ms. Drummond."), some without "my"; six ask about something
+The chat pairs ask in other words than the fact was told ("Who handles my legal affairs?"
+after "My solicitor is Mr. Ferreira."), some without "my"; six ask about something
 the user never said (the right answer says it does not know), and six tell a fact and
 then its update (the update is the answer).
 """
@@ -16,7 +17,8 @@ then its update (the update is the answer).
 # (told, question, answer): ``told`` is one message or a few told in turn (a fact, then its
 # update); the answer must appear in the reply (case-insensitive). ``answer`` None: the
 # user never said it, and the only right reply says it does not know.
-# Written 2026-11-26 (session 32) in new words, before the changes measured on them.
+# Written 2026-11-26 (session 32) in new words; per-pair lines of two of them were read in
+# session 33, so they are tuning pairs now (``bench/chat_quality.py``'s ALL_TUNING_PAIRS).
 CHAT_PAIRS = [
     ("My piano is an old Bechstein.", "What make is the piano I own?", "Bechstein"),
     ("Our allotment is plot 27.", "Which plot number do we rent?", "27"),
@@ -81,6 +83,76 @@ CHAT_PAIRS = [
         ("I work at the post office.", "I quit the post office and started at a garden centre."),
         "Where do I work?",
         "garden centre",
+    ),
+]
+
+# Written 2026-11-26 (session 34) in new words, before the changes measured on them: the
+# held-out chat pairs (``bench/chat_quality.py --pair-set held-out``, which prints only the
+# summary for them). Eighteen recall, six never said, six updates, as CHAT_PAIRS.
+SESSION_34_PAIRS = [
+    ("My violin was made in Cremona.", "Where does my violin come from?", "Cremona"),
+    ("Our caravan is parked on pitch 41.", "Which pitch is the caravan on?", "41"),
+    (
+        "I'm taking pottery lessons in Oaxaca this spring.",
+        "Where am I learning pottery?",
+        "Oaxaca",
+    ),
+    ("My godson is named Leopold.", "What's my godson called?", "Leopold"),
+    ("The window cleaner is due on Wednesday.", "Which day will the windows be done?", "Wednesday"),
+    ("Shortbread is my favourite biscuit.", "Which biscuit do I like most?", "shortbread"),
+    ("I referee hockey matches at weekends.", "What game do I referee?", "hockey"),
+    ("Our ski chalet is in Zermatt.", "Where is the chalet we own?", "Zermatt"),
+    ("My stepdaughter is training as a midwife.", "What is my stepdaughter becoming?", "midwife"),
+    ("The safe's combination is 9147.", "Which number opens the safe?", "9147"),
+    ("My solicitor is Mr. Ferreira.", "Who handles my legal affairs?", "Ferreira"),
+    ("I bake sourdough every Saturday.", "What kind of bread do I bake?", "sourdough"),
+    ("My great-uncle was a lighthouse keeper.", "What did my great-uncle do?", "lighthouse"),
+    ("We have a fig tree by the back door.", "What grows by our back door?", "fig"),
+    ("I play the bassoon in the town band.", "What do I play in the town band?", "bassoon"),
+    ("My umbrella is yellow with white spots.", "What colour is my umbrella?", "yellow"),
+    (
+        "My flatmate's tortoise is called Admiral.",
+        "What is the flatmate's tortoise named?",
+        "Admiral",
+    ),
+    ("I did my apprenticeship in Dortmund.", "Where did I train as an apprentice?", "Dortmund"),
+    # Never said: "I don't know" is the right answer.
+    ("My father repairs clocks.", "What does my mother do for a living?", None),
+    ("I keep three chickens.", "What are my ducks called?", None),
+    ("My cousin moved to Perth.", "When is my cousin's birthday?", None),
+    ("I swim every Tuesday.", "Who do I go swimming with?", None),
+    ("Our bathroom has a walk-in shower.", "What colour are our kitchen tiles?", None),
+    ("I visited Lisbon in April.", "Which museum did I see in Madrid?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        ("Our choir rehearses in the school hall.", "Choir practice has moved to the town annex."),
+        "Where does the choir rehearse?",
+        "annex",
+    ),
+    (
+        ("My locker at the pool is number 12.", "I swapped lockers; mine is number 58 now."),
+        "Which locker is mine at the pool?",
+        "58",
+    ),
+    (
+        ("My manager is Greta.", "Greta retired, so my manager is Tobias now."),
+        "Who is my manager?",
+        "Tobias",
+    ),
+    (
+        ("We're getting a golden retriever.", "We changed our minds and got a beagle instead."),
+        "Which breed of dog did we get?",
+        "beagle",
+    ),
+    (
+        ("My flight home is on Sunday.", "The airline moved my flight home to Monday."),
+        "When do I fly home?",
+        "Monday",
+    ),
+    (
+        ("Our wifi network is called Attic.", "I renamed our wifi network to Lantern."),
+        "What is our wifi network called?",
+        "Lantern",
     ),
 ]
 
