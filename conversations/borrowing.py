@@ -53,7 +53,12 @@ the prompt style, by comparing the reply with the context the model was given:
   Peugeot and bought a Mazda.") is on the same subject without a shared word, unless it
   names another thing of theirs ("I moved my sister's piano."); and when such a message
   names the reply's answer again beside a new one of its kind, after an earlier message
-  that holds it, the reply took the old one ("I have a Peugeot.");
+  that holds it, the reply took the old one ("I have a Peugeot."). A later message that
+  tells a change in so many words ("... from now on", "I quit ... and started ...") may
+  name a new value of any word, not only of those kinds (``conversations.outdated``);
+* ``no_number``: to a question that asks back for a number ("What's my seat number?",
+  "How old is my niece?"), a reply that names none ("It's a Skoda."), in digits or words,
+  and does not say it does not know;
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -67,15 +72,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from conversations.context import Context, Item
+from conversations.outdated import changed_own, outdated
 from conversations.persona import introduced_names, speaks_as_someone
 from conversations.told import asked_subject, named, possessed, user_items, user_words
 from conversations.wording import (
     COMMON,
     FIRST_PERSON,
     QUESTION_START,
+    asks_for_a_number,
     content_words,
-    fact_kind,
     facts,
+    names_a_number,
     word_set,
     words,
 )
@@ -84,16 +91,10 @@ from conversations.wording import (
 _EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
 # A question that asks to be told something back, among its first words ("In which city
 # ...?"); one that asks for advice or a suggestion has no answer in the conversation.
-_RECALL = word_set("what which where who whom whose when how what's where's who's when's")
+_RECALL = word_set("what which where who whom whose when how what's where's who's when's remind")
 _ADVICE = word_set("should could would might recommend suggest suggestion idea ideas")
 _RECALL_WORDS = 3
 _GREETING = word_set("hi hello hey")
-# A message of the user's telling they changed something of theirs ("I just moved to ...").
-_CHANGED = re.compile(
-    r"\b(?:i|we)(?:['\u2019](?:ve|d)| have| had)?(?: \w+)? (?:moved|relocated|switched|"
-    r"changed|swapped|sold|bought|replaced|traded)\b",
-    re.IGNORECASE,
-)
 # A question that asks for more talk on a subject, not for a fact.
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 # Words by which a question asks what the assistant said.
@@ -134,6 +135,7 @@ class Borrowed:
             "elsewhere": f"The reply answers from what the user said of another thing{said}.",
             "outdated": f"The user said something newer about it{said}.",
             "abstained": "The reply says it does not know, to a message that asks nothing.",
+            "no_number": "The reply names no number, to a question that asks for one.",
         }[self.problem]
 
 
@@ -210,9 +212,11 @@ def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
         if item.seq in seen or item.seq == context.message.seq:
             continue
         users = item.role == "user"
-        changed = own and users and _changed_own(item, asked)
+        changed = own and users and changed_own(item, asked)
         gives_name = own_name and users and bool(introduced_names(item.content))
-        if item.seq in similar or asked & content_words(item.content) or changed or gives_name:
+        held = content_words(item.content)
+        shares = any(named(word, held) for word in asked)  # "cleaner" to "Who cleans?" too
+        if item.seq in similar or shares or changed or gives_name:
             seen.add(item.seq)
             found.append(item)
     return found
@@ -272,35 +276,10 @@ def _not_their_name(reply: str, context: Context) -> Borrowed | None:
 
 def _outdated(reply: str, context: Context) -> Borrowed | None:
     """``outdated`` (see the module) for a question that asks to recall something, or None."""
-    asked = content_words(context.message.content)
-    answered = content_words(reply) - asked
-    users = user_items(context)
-    holding = [item for item in users if answered & content_words(item.content)]
-    if not holding or _ABSTAINS.search(reply):
+    if _ABSTAINS.search(reply):
         return None
-    last = max(holding, key=lambda item: item.seq)
-    # The reply's facts, and those of the message it took them from ("Bilbao." opens with it).
-    taken = facts(reply) | (facts(last.content) & set(words(reply)))
-    named_before, kinds = taken | facts(last.content), {fact_kind(f) for f in taken}
-    own = asks_about_the_user(context.message.content)
-    if own and len(holding) > 1 and _changed_own(last, asked):
-        # The change names the old value again ("I sold the Peugeot and bought a Mazda.").
-        newer = sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds)
-        if newer:
-            return Borrowed("outdated", tuple(newer))
-    for item in users:
-        on_it = asked & content_words(item.content) or (own and _changed_own(item, asked))
-        changed = sorted(f for f in facts(item.content) - named_before if fact_kind(f) in kinds)
-        if item.seq > last.seq and on_it and changed:
-            return Borrowed("outdated", tuple(changed))
-    return None
-
-
-def _changed_own(item: Item, asked: set[str]) -> bool:
-    """Whether a message of the user's tells they changed something of their own ("I just
-    moved to Valencia."): it names no thing of theirs, or only what is ``asked``."""
-    things = asked_subject(item.content)
-    return bool(_CHANGED.search(item.content)) and all(named(t, asked) for t in things)
+    newer = outdated(reply, context, own=asks_about_the_user(context.message.content))
+    return Borrowed("outdated", newer) if newer else None
 
 
 def _question_part(message: str) -> tuple[str, str]:
@@ -338,10 +317,22 @@ def _unfounded(
         told += [item.content for item in shown if item.role == "assistant"]
     support = set().union(*(_fact_words(text) for text in told))
     users = [_fact_words(item.content) for item in user_items(context)]
-    about = asks_about_the_user(question) or any(asked <= held for held in users if asked)
+    holds_all = (all(named(word, held) for word in asked) for held in users if asked)
+    about = asks_about_the_user(question) or any(holds_all)
     if not about or _FOLLOW_UP.match(question) or _ABSTAINS.search(reply):
         return None
-    return None if (_fact_words(reply) - asked) & support else Borrowed("unfounded")
+    # The question's own words in other forms answer nothing ("I'm a cleaner." to "Who
+    # cleans for us?").
+    new = {word for word in _fact_words(reply) - asked if not named(word, asked)}
+    return None if new & support else Borrowed("unfounded")
+
+
+def _numberless(reply: str, message: str) -> bool:
+    """Whether a question asks back for a number and the reply names none, without saying
+    it does not know ("It's a Skoda." to "What is my car's registration number?")."""
+    question = _question_part(message)[0]
+    asks = asks_back(question) and asks_for_a_number(question)
+    return asks and not names_a_number(reply) and not _ABSTAINS.search(reply)
 
 
 def _same(one: str, other: str) -> bool:
@@ -385,6 +376,8 @@ def borrowed(
         return Borrowed("persona", persona)
     if abstains_unasked(reply, context.message.content):
         return Borrowed("abstained")
+    if _numberless(reply, context.message.content):
+        return Borrowed("no_number")
     if asks_about_the_user(context.message.content):
         named_facts, known = facts(reply), _numbers(shown)
         numbers = {f for f in named_facts if f.isdigit()} - known

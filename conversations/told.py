@@ -18,9 +18,11 @@ from conversations.wording import (
 
 # Words that make what follows the user's own thing ("my sister", "our greyhound").
 _OWN = word_set("my our")
-# A message telling of a thing the user has, without "my" ("I have a cat named Saffron.").
+# A message telling of a thing the user has, without "my" ("I have a cat named Saffron.",
+# "I have two rabbits.").
 _HAS = re.compile(
-    r"\b(?:i|we)(?:['\u2019]ve)? (?:have|own|adopted|bought|got) an? ((?:\w+ ){0,2}\w+)",
+    r"\b(?:i|we)(?:['\u2019]ve)? (?:have|own|adopted|bought|got) (?:an?|some|several|a few|"
+    r"\d+|two|three|four|five|six|seven|eight|nine|ten) ((?:\w+ ){0,2}\w+)",
     re.IGNORECASE,
 )
 
@@ -61,10 +63,24 @@ def user_words(context: Context) -> set[str]:
     return set().union(content_words(context.summary), *(content_words(text) for text in told))
 
 
+# The shortest stem that names the same thing as a longer word it begins ("account" in
+# "accountant", "cook" in "cookery"; not "son" in "sonata").
+_SAME_ROOT = 4
+
+
 def named(thing: str, told: Collection[str]) -> bool:
-    """Whether a stem is among ``told``, alone or as the last part of a compound ("fish" in
-    "goldfish")."""
-    return any(word == thing or (len(thing) > 2 and word.endswith(thing)) for word in told)
+    """Whether a stem is among ``told``, alone, as the last part of a compound ("fish" in
+    "goldfish"), or as the root of a longer word or a longer word's root ("account" and
+    "accountant")."""
+    return any(
+        word == thing
+        or (len(thing) > 2 and word.endswith(thing))
+        or (
+            min(len(word), len(thing)) >= _SAME_ROOT
+            and (word.startswith(thing) or thing.startswith(word))
+        )
+        for word in told
+    )
 
 
 def _users(item: Item, context: Context) -> bool:

@@ -90,3 +90,26 @@ def fact_kind(fact: str) -> str:
         return "number"
     kinds = (("colour", COLOURS), ("day", DAYS), ("month", MONTHS))
     return next((kind for kind, known in kinds if fact in known), "name")
+
+
+# A question that asks for a number ("What's my seat number?", "How old is she?"), and a
+# reply's number in digits or words ("31B", "twelve", "fourth").
+_ASKS_NUMBER = re.compile(
+    r"\b(?:numbers?|pin|combination|how (?:many|old)|what age)\b", re.IGNORECASE
+)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
+    r"hundred|thousand|dozen|first|second|third|(?:four|fif|six|seven|eigh|nin|ten)th)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_a_number(question: str) -> bool:
+    """Whether a question asks for a number ("What's my seat number?", "How old is she?")."""
+    return bool(_ASKS_NUMBER.search(question))
+
+
+def names_a_number(text: str) -> bool:
+    """Whether a text names a number, in digits or in words ("31B", "twelve", "fourth")."""
+    return bool(_NUMBER.search(text))

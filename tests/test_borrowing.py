@@ -564,3 +564,74 @@ def test_a_name_the_user_did_not_give_themselves_answers_another_question():
     # No introduction in the prompt: nothing to judge the name by.
     unknown = context("What's my name?", "My wife is called Anna.", "Lovely.")
     assert borrowed("I don't know your name.", unknown, EXAMPLE) is None
+
+
+def test_a_later_message_that_tells_a_change_in_so_many_words_outdates_any_word():
+    told = (
+        "Our running group meets at the lake.", "Nice.",
+        "The running group meets at the stadium from now on.", "Ok.",
+    )  # fmt: skip
+    group = context("Where does the running group meet?", *told)
+    assert borrowed("It meets at the lake.", group, "").words == ("stadium",)
+    assert borrowed("At the stadium.", group, "") is None
+    job = ("I work at the bakery.", "Nice.", "I quit the bakery and started at a bookshop.", "Ok.")
+    work = context("Where do I work?", *job)
+    assert borrowed("You work at the bakery.", work, "").problem == "outdated"
+    assert borrowed("At a bookshop.", work, "") is None
+    # A later message on the subject that tells no change outdates nothing but facts.
+    lake = context(
+        "Where does the running group meet?", "Our running group meets at the lake.", "Ok.",
+        "The running group was great fun this week.", "Good.",
+    )  # fmt: skip
+    assert borrowed("At the lake.", lake, "") is None
+
+
+def test_a_thing_named_by_a_longer_word_of_the_same_root_is_the_same_thing():
+    plumbing = context("Who does my plumbing?", "My plumber is Mr. Kerr.", "Nice.")
+    assert borrowed("Mr. Kerr does your plumbing.", plumbing, "") is None
+    # Not by a root of three letters, nor by a shared beginning alone.
+    mother = context("Where does my grandmother live?", "My grandfather lives in Cork.", "Ok.")
+    assert borrowed("Your grandmother lives in Cork.", mother, "").problem == "never_said"
+
+
+def test_a_request_to_be_reminded_asks_something_back():
+    gate = context("Can you remind me of the gate code?", "The gate code is 5521.", "Noted.")
+    assert borrowed("Yes, I know.", gate, "").problem == "unfounded"
+    assert borrowed("It is 5521.", gate, "") is None
+
+
+def test_a_question_in_other_forms_of_the_words_a_message_told_is_judged():
+    told = context("Where is the cookery class?", "The cooking class is in Parma.", "Nice.")
+    assert borrowed("It is in a kitchen.", told, "").problem == "unfounded"
+    assert borrowed("In Parma.", told, "") is None
+
+
+def test_things_the_user_has_are_named_by_a_count_too():
+    geese = context("What are my ducks called?", "I have two geese.", "Nice.")
+    assert borrowed("Your ducks are called geese.", geese, "").problem == "never_said"
+
+
+def test_a_reply_that_only_says_the_questions_words_in_other_forms_is_unfounded():
+    told = context("Who teaches my son?", "My son's teacher is Mr. Abbas.", "Nice.")
+    assert borrowed("I'm a teacher.", told, "").problem == "unfounded"
+    assert borrowed("Mr. Abbas.", told, "") is None
+
+
+def test_a_reply_without_a_number_to_a_question_for_one_is_no_number():
+    car = context("What is my van's licence number?", "My van is a white Ford.", "Ok.")
+    assert borrowed("It's a Ford.", car, "").problem == "no_number"
+    assert borrowed("I don't know.", car, "") is None
+    pin = context("How old is my nephew?", "My nephew Sam is nine.", "Ok.")
+    assert borrowed("He is nine.", pin, "") is None
+    assert borrowed("Sam is 9 years old.", pin, "") is None
+    # A question that asks for no number, or a statement, is not judged so.
+    assert (
+        borrowed("It's a Ford.", context("What make is my van?", "My van is a Ford."), "") is None
+    )
+
+
+def test_a_question_about_a_thing_named_in_another_form_finds_its_messages():
+    told = ("Our teacher is Rosa.", "Ok.", "Rosa left; our new teacher is Ilse.", "Ok.")
+    nanny = context("Who teaches us now?", *told)
+    assert [item.seq for item in told_about(nanny)] == [1, 3]
+    assert not borrowed("Ilse.", nanny, "", relevant={1})

@@ -1,0 +1,88 @@
+"""Replies that give what the user said before they changed it (``conversations.borrowing``'s
+``outdated``).
+
+The reply's answer is in a message of the user's, and a later message of theirs is on the
+same subject (it shares a word with the question, or, to a question of the user's own,
+says they changed something of theirs: "I just moved to Valencia.") and names what the
+reply does not:
+
+* a fact of the same kind as the reply's (a name, a number, a colour, a day, a month):
+  "It is 1234." after "The door code is 1234." and "They changed the door code to 9999.";
+* or, when it tells a change in so many words ("from now on", "instead", "no longer",
+  "I quit ... and started ..."), any word that can carry a fact beyond the question's and
+  the older message's: "At Anna's house." after "My book club meets at Anna's house." and
+  "The book club meets at the library from now on." (a place, a diet, a job are no
+  names).
+
+A change that names the old value again beside the new one ("I sold the Peugeot and
+bought a Mazda."), after an earlier message that holds it, marks a reply with the old one.
+"""
+
+import re
+
+from conversations.context import Context, Item
+from conversations.told import asked_subject, named, user_items
+from conversations.wording import content_words, fact_kind, facts, words
+
+# A message of the user's telling they changed something of theirs ("I just moved to ...").
+CHANGED = re.compile(
+    r"\b(?:i|we)(?:['\u2019](?:ve|d)| have| had)?(?: \w+)? (?:moved|relocated|switched|"
+    r"changed|swapped|sold|bought|replaced|traded|quit|left|started|joined|gone)\b",
+    re.IGNORECASE,
+)
+# A message that tells a change in so many words, of anything ("... from now on").
+_TELLS_CHANGE = re.compile(
+    r"\b(?:from now on|instead|any ?more|no longer|"
+    r"these days|nowadays|moved|changed|switched|replaced|renamed|reset|swapped|postponed|"
+    r"pushed back|brought forward)\b",
+    re.IGNORECASE,
+)
+
+
+def changed_own(item: Item, asked: set[str]) -> bool:
+    """Whether a message of the user's tells they changed something of their own ("I just
+    moved to Valencia."): it names no thing of theirs, or only what is ``asked``."""
+    things = asked_subject(item.content)
+    return bool(CHANGED.search(item.content)) and all(named(t, asked) for t in things)
+
+
+def _tells_change(item: Item) -> bool:
+    return bool(_TELLS_CHANGE.search(item.content) or CHANGED.search(item.content))
+
+
+def _newer_words(item: Item, older: set[str]) -> list[str]:
+    """The words that can carry a fact of a message telling a change, beyond ``older``."""
+    return sorted(content_words(item.content) - older) if _tells_change(item) else []
+
+
+def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
+    """What the user said since that the reply (to a question that asks to recall
+    something; ``own``: of the user's own) does not name (see the module), or ()."""
+    asked = content_words(context.message.content)
+    answered = content_words(reply) - asked
+    users = user_items(context)
+    # By seq: a retry shows messages of the window again among the retrieved ones.
+    holding = list({i.seq: i for i in users if answered & content_words(i.content)}.values())
+    if not holding:
+        return ()
+    last = max(holding, key=lambda item: item.seq)
+    # The reply's facts, and those of the message it took them from ("Bilbao." opens with it).
+    taken = facts(reply) | (facts(last.content) & set(words(reply)))
+    named_before, kinds = taken | facts(last.content), {fact_kind(f) for f in taken}
+    if own and len(holding) > 1 and changed_own(last, asked):
+        # The change names the old value again ("I sold the Peugeot and bought a Mazda.").
+        newer = sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds)
+        earlier = set().union(*(content_words(i.content) for i in holding if i.seq != last.seq))
+        newer = newer or _newer_words(last, earlier | asked | answered)
+        if newer:
+            return tuple(newer)
+    older = asked | content_words(reply) | content_words(last.content)
+    for item in users:
+        on_it = asked & content_words(item.content) or (own and changed_own(item, asked))
+        if item.seq <= last.seq or not on_it:
+            continue
+        changed = sorted(f for f in facts(item.content) - named_before if fact_kind(f) in kinds)
+        changed = changed or _newer_words(item, older)
+        if changed:
+            return tuple(changed)
+    return ()
