@@ -100,10 +100,15 @@ _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 # Words by which a question asks what the assistant said.
 _SECOND_PERSON = word_set("you your you're you've")
 # Numbers in words, facts although common ("two"): the reply's "two" matches the user's.
-_NUMBER_WORDS = {
-    word: str(number)
-    for number, word in enumerate(words("one two three four five six seven eight nine ten"), 1)
-}
+_NUMBER_WORDS = dict(
+    zip(
+        words("one two three four five six seven eight nine ten eleven twelve thirteen fourteen")
+        + words("fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty")
+        + words("seventy eighty ninety"),
+        map(str, [*range(1, 20), *range(20, 100, 10)]),
+        strict=True,
+    )
+)
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
 # A reply that says it does not know: honest, never ungrounded.
@@ -223,9 +228,9 @@ def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
 
 
 def _ungrounded(reply: str, context: Context, about: list[Item]) -> Borrowed | None:
-    asked = content_words(context.message.content)
-    told = set().union(*(content_words(item.content) for item in about)) - asked
-    if not told or content_words(reply) & told or _ABSTAINS.search(reply):
+    asked = _fact_words(context.message.content)
+    told = set().union(*(_fact_words(item.content) for item in about)) - asked
+    if not told or _fact_words(reply) & told or _ABSTAINS.search(reply):
         return None
     return Borrowed("ungrounded")
 
@@ -292,7 +297,8 @@ def _question_part(message: str) -> tuple[str, str]:
 
 
 def _fact_words(text: str) -> set[str]:
-    return content_words(text) | (_NUMBER_WORDS.keys() & set(words(text)))
+    """The content words and numbers of a text, number words in digits too ("twelve": "12")."""
+    return content_words(text) | _numbers(_NUMBER_WORDS.keys() & set(words(text)))
 
 
 def _unfounded(

@@ -230,6 +230,12 @@ def test_a_number_the_user_never_gave_is_unsupported_beside_what_they_did():
     assert borrowed("It's a 1998 Skoda.", car, "").words == ("1998",)
     japanese = context("How long have I been learning Japanese?", "For two years now.", "Ok.")
     assert borrowed("Japanese, for 2 years.", japanese, "") is None
+    # Number words up to ninety are the user's numbers in digits too, and the other way.
+    cousins = context("How many cousins do I have?", "I have twelve cousins.", "Ok.")
+    assert borrowed("You have 12 cousins.", cousins, "") is None
+    assert borrowed("You have 13 cousins.", cousins, "").words == ("13",)
+    stairs = context("How many steps has my staircase?", "It has 40 steps.", "Ok.")
+    assert borrowed("It has forty steps.", stairs, "") is None
 
 
 def test_an_answer_taken_from_what_the_user_said_of_another_thing_is_elsewhere():
