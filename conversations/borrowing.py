@@ -78,6 +78,7 @@ from conversations.told import asked_subject, named, possessed, user_items, user
 from conversations.wording import (
     COMMON,
     FIRST_PERSON,
+    NUMBER_WORDS,
     QUESTION_START,
     asks_for_a_number,
     content_words,
@@ -99,16 +100,6 @@ _GREETING = word_set("hi hello hey")
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 # Words by which a question asks what the assistant said.
 _SECOND_PERSON = word_set("you your you're you've")
-# Numbers in words, facts although common ("two"): the reply's "two" matches the user's.
-_NUMBER_WORDS = dict(
-    zip(
-        words("one two three four five six seven eight nine ten eleven twelve thirteen fourteen")
-        + words("fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty")
-        + words("seventy eighty ninety"),
-        map(str, [*range(1, 20), *range(20, 100, 10)]),
-        strict=True,
-    )
-)
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
 # A reply that says it does not know: honest, never ungrounded.
@@ -162,7 +153,7 @@ def said(context: Context) -> set[str]:
 
 def _numbers(shown: set[str]) -> set[str]:
     """The numbers among words, in digits too ("two": "2")."""
-    return shown | {_NUMBER_WORDS[w] for w in shown if w in _NUMBER_WORDS}
+    return shown | {NUMBER_WORDS[w] for w in shown if w in NUMBER_WORDS}
 
 
 def is_question(message: str) -> bool:
@@ -298,7 +289,7 @@ def _question_part(message: str) -> tuple[str, str]:
 
 def _fact_words(text: str) -> set[str]:
     """The content words and numbers of a text, number words in digits too ("twelve": "12")."""
-    return content_words(text) | _numbers(_NUMBER_WORDS.keys() & set(words(text)))
+    return content_words(text) | _numbers(NUMBER_WORDS.keys() & set(words(text)))
 
 
 def _unfounded(

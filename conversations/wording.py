@@ -92,14 +92,23 @@ def fact_kind(fact: str) -> str:
     return next((kind for kind, known in kinds if fact in known), "name")
 
 
+# Numbers in words, facts although common ("two"): a reply's "12" is the user's "twelve".
+NUMBER_WORDS = dict(
+    zip(
+        words("one two three four five six seven eight nine ten eleven twelve thirteen fourteen")
+        + words("fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty")
+        + words("seventy eighty ninety"),
+        map(str, [*range(1, 20), *range(20, 100, 10)]),
+        strict=True,
+    )
+)
 # A question that asks for a number ("What's my seat number?", "How old is she?"), and a
 # reply's number in digits or words ("31B", "twelve", "fourth").
 _ASKS_NUMBER = re.compile(
     r"\b(?:numbers?|pin|combination|how (?:many|old)|what age)\b", re.IGNORECASE
 )
 _NUMBER = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
+    rf"\d|\b(?:{'|'.join(NUMBER_WORDS)}|"
     r"hundred|thousand|dozen|first|second|third|(?:four|fif|six|seven|eigh|nin|ten)th)\b",
     re.IGNORECASE,
 )

@@ -79,15 +79,9 @@ def job_claim_next(delivered_id: str, *, token: str) -> Job | None:
         job = job_claim(job_id, token=token)
         if job is not None:
             if job_id != delivered_id:
-                _pass_on(delivered_id)
+                job_enqueue(delivered_id)  # its own job, if still queued, keeps a wake-up
             return job
     return None
-
-
-def _pass_on(job_id: str) -> None:
-    """Sends the wake-up of a job still queued again (one that waits for an earlier chat
-    of its conversation gets one too: it claims the fairest job, as every wake-up does)."""
-    job_enqueue(job_id)
 
 
 def job_renew_lease(job_id: str, *, token: str) -> bool:
