@@ -79,6 +79,7 @@ from bench.held_out import (  # noqa: E402
     NEWCOMER_TALKS,
     SESSION_30_PAIRS,
     SESSION_34_PAIRS,
+    SESSION_35_PAIRS,
 )
 from scripts import embedded_runtime  # noqa: E402
 
@@ -119,8 +120,8 @@ EARLIER_PAIRS = [
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
 # Pairs for trying prompt shapes on (``--pair-set tuning``, with ``EARLIER_PAIRS``): the
-# figures of a change are the held-out ``bench.held_out.SESSION_34_PAIRS``, which nothing
-# was tuned on.
+# figures of a change are the held-out ``bench.held_out.SESSION_35_PAIRS`` (and
+# ``SESSION_34_PAIRS``), which nothing was tuned on.
 TUNING_PAIRS = [
     ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
     ("My favourite city is Vienna.", "What is my favourite city?", "Vienna"),
@@ -228,9 +229,12 @@ ALL_TUNING_PAIRS = (
     + CHAT_PAIRS
 )
 # ``--pair-set``'s choices: the held-out pairs (the figures; only the summary is printed for
-# them), all the tuning pairs, or one earlier held-out set alone (tuning pairs now).
+# them), session 34's held-out pairs (summary only too), all the tuning pairs, or one
+# earlier held-out set alone (tuning pairs now).
+SUMMARY_ONLY = ("held-out", "session-34")
 PAIR_SETS = {
-    "held-out": SESSION_34_PAIRS,
+    "held-out": SESSION_35_PAIRS,
+    "session-34": SESSION_34_PAIRS,
     "tuning": ALL_TUNING_PAIRS,
     "session-32": CHAT_PAIRS,
     "session-30": SESSION_30_PAIRS,
@@ -680,7 +684,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def run_newcomer(service: Service, args: argparse.Namespace, started: float) -> int:
     """The newcomer part: the held-out talks, or the tuning ones (``--pair-set tuning``,
     where ``--show-borrowed`` prints every reply)."""
-    held_out = args.pair_set == "held-out"
+    held_out = args.pair_set in SUMMARY_ONLY
     talks = NEWCOMER_TALKS if held_out else newcomer.TUNING_TALKS
     print(f"newcomer turns ({len(talks)} {args.pair_set} talks):", flush=True)
     show = args.show_borrowed and not held_out
@@ -695,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
     parser.add_argument(
-        "--pairs", type=int, default=len(SESSION_34_PAIRS), help="fact pairs to run"
+        "--pairs", type=int, default=len(SESSION_35_PAIRS), help="fact pairs to run"
     )
     parser.add_argument(
         "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
@@ -704,8 +708,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pair-set",
         choices=tuple(PAIR_SETS),
         default="held-out",
-        help="the held-out pairs (the figures, summary only) or those prompt shapes are tried"
-        " on: all, or an earlier held-out set alone (session-32, session-30)",
+        help="the held-out pairs (the figures, summary only), session 34's held-out pairs"
+        " (summary only), or those prompt shapes are tried on: all, or an earlier held-out"
+        " set alone (session-32, session-30)",
     )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
@@ -766,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
             service = Service(server.url, key)
             if args.part == "newcomer":
                 return run_newcomer(service, args, started)
-            held_out = args.pair_set == "held-out"
+            held_out = args.pair_set in SUMMARY_ONLY
             pairs = PAIR_SETS[args.pair_set][args.skip_pairs :][: args.pairs]
             print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
             figures = run_pairs(
@@ -789,7 +794,7 @@ def main(argv: list[str] | None = None) -> int:
         arith_invented,
         len(tasks),
     )
-    if args.show_borrowed and args.pair_set != "held-out":
+    if args.show_borrowed and args.pair_set not in SUMMARY_ONLY:
         for text in figures["borrowed_examples"]:
             print(f"    borrowed: {text!r}")
     print(f"  ({time.monotonic() - started:.0f} s)")

@@ -1,15 +1,16 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-26 (session 34) in new words (``SESSION_34_PAIRS``;
-those of session 32, ``CHAT_PAIRS``, are tuning pairs now), the tasks earlier that day. The
+The chat pairs were written on 2026-11-27 (session 35) in new words (``SESSION_35_PAIRS``;
+session 34's, ``SESSION_34_PAIRS``, stay held out beside them, summary only; those of
+session 32, ``CHAT_PAIRS``, are tuning pairs now), the tasks on 2026-11-26. The
 sets these replace were read while changes were made (a failure once looked at is no longer
 held out), so they became tuning sets: ``bench/chat_quality.py``'s ``*_PAIRS`` and
 ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser, check or
 threshold) is tried on the held-out cases, and their per-case lines are not read before a
 final run; once one is read to understand a failure, write a fresh set.
 
-The chat pairs ask in other words than the fact was told ("Who handles my legal affairs?"
-after "My solicitor is Mr. Ferreira."), some without "my"; six ask about something
+The chat pairs ask in other words than the fact was told ("Who looks after my teeth?"
+after "My dentist is Dr. Varga."), some without "my"; six ask about something
 the user never said (the right answer says it does not know), and six tell a fact and
 then its update (the update is the answer).
 """
@@ -86,9 +87,78 @@ CHAT_PAIRS = [
     ),
 ]
 
-# Written 2026-11-26 (session 34) in new words, before the changes measured on them: the
+# Written 2026-11-27 (session 35) in new words, before the changes measured on them: the
 # held-out chat pairs (``bench/chat_quality.py --pair-set held-out``, which prints only the
-# summary for them). Eighteen recall, six never said, six updates, as CHAT_PAIRS.
+# summary for them). Eighteen recall, six never said, six updates, as SESSION_34_PAIRS.
+SESSION_35_PAIRS = [
+    ("My canoe is moored at Lochinver.", "Where do I keep my boat?", "Lochinver"),
+    ("Our beach hut is number 73.", "Which hut on the beach is ours?", "73"),
+    (
+        "I'm doing a glassblowing course in Murano next month.",
+        "Where will I learn to blow glass?",
+        "Murano",
+    ),
+    ("My nephew's name is Crispin.", "What's my nephew called?", "Crispin"),
+    ("The chimney sweep is booked for Thursday.", "When is the sweep coming?", "Thursday"),
+    ("Marzipan is my favourite sweet.", "Which treat do I enjoy most?", "marzipan"),
+    ("I umpire cricket games in the summer.", "Which sport do I umpire?", "cricket"),
+    ("Our holiday flat is in Dubrovnik.", "Where is the flat we go to on holiday?", "Dubrovnik"),
+    ("My son-in-law works as a paramedic.", "What is my son-in-law's job?", "paramedic"),
+    ("The garden gate padlock opens with 3052.", "What's the code for the gate padlock?", "3052"),
+    ("My dentist is Dr. Varga.", "Who looks after my teeth?", "Varga"),
+    ("I make my own marmalade.", "What preserve do I make myself?", "marmalade"),
+    ("My grandad was a cooper.", "What was my grandfather's craft?", "cooper"),
+    ("There is an olive tree in our courtyard.", "What tree stands in our courtyard?", "olive"),
+    ("I play the oboe in a wind quintet.", "Which instrument do I play in the quintet?", "oboe"),
+    ("My raincoat is bright green.", "What colour is the coat I wear in the rain?", "green"),
+    ("My neighbour's goat is called Bramble.", "What is the goat next door called?", "Bramble"),
+    ("I learnt to sail in Kiel.", "Where did I learn sailing?", "Kiel"),
+    # Never said: "I don't know" is the right answer.
+    ("My aunt breeds horses.", "What does my uncle do for work?", None),
+    ("I own two ferrets.", "What are my guinea pigs called?", None),
+    ("My daughter moved to Kilkenny.", "What is my daughter's phone number?", None),
+    ("I go running at dawn.", "Which shoes do I run in?", None),
+    ("Our living room has a wood stove.", "What colour is our front door?", None),
+    ("I spent a week in Ljubljana in May.", "Which restaurant did I eat at in Zagreb?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        (
+            "Our knitting circle meets at the community centre.",
+            "The knitting circle now meets in the church crypt.",
+        ),
+        "Where does the knitting circle meet?",
+        "crypt",
+    ),
+    (
+        ("My parking space is bay 14.", "They gave me a new parking space: bay 31."),
+        "Which bay do I park in?",
+        "31",
+    ),
+    (
+        ("My landlord is Mr. Haddad.", "The flat was sold, and my landlord is now Mrs. Quennell."),
+        "Who is my landlord?",
+        "Quennell",
+    ),
+    (
+        ("We were going to paint the porch grey.", "In the end we painted the porch terracotta."),
+        "What colour is our porch?",
+        "terracotta",
+    ),
+    (
+        ("My sister's visit is planned for July.", "My sister postponed her visit to October."),
+        "When is my sister visiting?",
+        "October",
+    ),
+    (
+        ("Our team's group chat is called Lunchbox.", "We renamed the team chat to Beehive."),
+        "What is the team chat called?",
+        "Beehive",
+    ),
+]
+
+# Written 2026-11-26 (session 34) in new words, before the changes measured on them. Only
+# their summaries were ever read, so they stay held out (``bench/chat_quality.py --pair-set
+# session-34``, summary only too). Eighteen recall, six never said, six updates, as CHAT_PAIRS.
 SESSION_34_PAIRS = [
     ("My violin was made in Cremona.", "Where does my violin come from?", "Cremona"),
     ("Our caravan is parked on pitch 41.", "Which pitch is the caravan on?", "41"),
