@@ -1146,13 +1146,102 @@ FRESH_34 = [
          "How many guests fit in our holiday cottage?", ("six", "6")),
 ]  # fmt: skip
 
+# Session 35's fresh half, written before any change of that session: other facts, other
+# relations and other wording than every case above, weighted to updates (said once or
+# repeated, then changed: "no longer", "these days", "from next week", "swapped", "instead").
+# Nothing is tuned on it; only its summary lines are read (bench/memory_abilities.py never
+# prints the fresh half's per-case lines). From session 35 on, fresh34 is run with
+# ``MEMORY_BENCH_SUMMARY_ONLY=fresh34`` (only its summaries were ever read): still held out.
+FRESH_35 = [
+    Case("updates", _user("My piano tuner is Leopold.", "Leopold tunes the piano every spring.",
+                          "Leopold no longer takes clients, so Beatrix tunes our piano."),
+         "Who tunes our piano?", ("beatrix",)),
+    Case("updates", _user("I commute by tram to the office.", "These days I cycle to the office."),
+         "How do I get to work?", ("cycl", "bike", "bicycle")),
+    Case("updates", _user("My locker code at the swimming pool is 2806.",
+                          "From next week the pool locker code is 5193."),
+         "What's the code for my locker at the pool?", ("5193",)),
+    Case("updates", _user("Our cat eats Purrfect Chow kibble.",
+                          "The vet put our cat on Vetline Renal food, no more Purrfect Chow."),
+         "What food does our cat eat?", ("vetline", "renal")),
+    Case("updates", _user("My morning train leaves at 6:52.", "The 6:52 is always packed.",
+                          "They retimed my morning train, it leaves at 7:08 now."),
+         "When does my early train depart?", ("7:08",)),
+    Case("updates", _user("Our accountant is Quentin Marsh.",
+                          "We switched accountants and Ifeoma Baptiste does our books now."),
+         "Who does our accounts?", ("ifeoma", "baptiste")),
+    Case("updates", _user("My sister Henrike lives in Bremen.", "Henrike loves the harbour in Bremen.",
+                          "Henrike relocated to Leipzig in the spring."),
+         "Which city is Henrike based in?", ("leipzig",)),
+    Case("updates", _user("I play five-a-side football on Wednesday nights.",
+                          "I don't play football anymore; Wednesday nights are for bouldering."),
+         "What do I do on Wednesday nights?", ("boulder",)),
+    Case("updates", _user("My work laptop is a ThinkPad X1.",
+                          "IT swapped my ThinkPad for a MacBook Air."),
+         "Which laptop do I use for work?", ("macbook",)),
+    Case("updates", _user("Our landline number is 01632 448 210.",
+                          "The phone company gave us a new landline number, 01632 917 305."),
+         "What is our home phone number?", ("917 305", "917305")),
+    Case("updates", _user("My daughter's best friend is Clementine.",
+                          "My daughter and Clementine fell out; Zinnia is her best friend these days."),
+         "Who is my daughter's closest friend?", ("zinnia",)),
+    Case("updates", _user("We do our weekly shop at Lidl.", "Lidl is cheapest for the weekly shop.",
+                          "We get the weekly groceries from the farmers' co-op instead of Lidl."),
+         "Where do we buy our groceries each week?", ("co-op", "farmers")),
+    Case("updates", _user("My standing desk is set to 104 cm.",
+                          "The physio had me lower my standing desk to 98 cm."),
+         "At what height is my standing desk?", ("98",)),
+    Case("updates", _user("The boiler service is booked with Heatwise.",
+                          "Heatwise kept cancelling, so Flamecare services the boiler from now on."),
+         "Which firm services our boiler?", ("flamecare",)),
+    Case("updates", _user("My running club meets at Greenbank Park.",
+                          "My running club has a new meeting point: the bandstand."),
+         "Where does my running club gather?", ("bandstand",)),
+    Case("multi_session", _user("My godson is Thaddeus.", "Thaddeus is learning the bagpipes.",
+                                "Thaddeus lives in Aberdeen."),
+         "Which instrument is the boy I'm godparent to learning, and where does he live?",
+         ("bagpipe", "aberdeen")),
+    Case("multi_session", _user("Our neighbour across the road is Oksana.",
+                                "Oksana feeds our goldfish when we travel.",
+                                "Oksana's spare key hangs in our hallway."),
+         "What does the woman opposite do for us when we are away, and where is her key kept?",
+         ("fish", "hallway")),
+    Case("multi_session", _user("My physiotherapist is Ebenezer.", "Ebenezer works from a clinic on Mill Lane.",
+                                "Ebenezer told me to do calf raises daily."),
+         "Where does the man treating my injury practise, and which exercise did he give me?",
+         ("mill lane", "calf")),
+    Case("abstention", _user("My cousin Rafaela is an airline pilot."),
+         "Where does my cousin Rafaela live?", ABSTAIN),
+    Case("abstention", _user("The garage door is painted dark green."),
+         "What colour is our garden shed?", ABSTAIN),
+    Case("abstention", _user("I started taking vitamin D for the winter."),
+         "Which painkiller did the doctor prescribe me?", ABSTAIN),
+    Case("assistant", _said("Suggest a dessert for a dinner party.",
+                            "A lemon posset with shortbread is easy and elegant."),
+         "What pudding did you recommend for my guests?", ("posset",),
+         ("A lemon posset with shortbread is easy and elegant.",)),
+    Case("assistant", _said("Convert 5 miles to kilometres.", "5 miles is about 8.05 kilometres."),
+         "How many km did you say that distance came to?", ("8.05",),
+         ("5 miles is about 8.05 kilometres.",)),
+    Case("assistant", _said("Find a vet that opens on Sundays.",
+                            "Pawsitive Care on Elm Road opens Sundays from 9."),
+         "Which animal clinic did you say is open at the weekend?", ("pawsitive",),
+         ("Pawsitive Care on Elm Road opens Sundays from 9.",)),
+    Case("extraction", _user("My bike lock combination is 7-3-9-1."),
+         "What's the combination for my bicycle lock?", ("7-3-9-1", "7391")),
+    Case("extraction", _user("My ferry season ticket runs until the end of March."),
+         "Until when is my pass for the boat crossing valid?", ("march",)),
+    Case("extraction", _user("I keep my passport in the fireproof box under the stairs."),
+         "Where is my passport stored?", ("fireproof", "stairs")),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
 # shown; see its comment for what has been read of it). fresh31, fresh31m and fresh32 are
 # tuning material (their failures were read); the tuning half proper is ``TUNING``. fresh33
-# is held out too: run it with ``MEMORY_BENCH_SUMMARY_ONLY=fresh33``.
+# and fresh34 are held out too: run them with ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
-          "fresh34": FRESH_34}  # fmt: skip
-FRESH = "fresh34"
+          "fresh34": FRESH_34, "fresh35": FRESH_35}  # fmt: skip
+FRESH = "fresh35"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
