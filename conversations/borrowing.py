@@ -18,8 +18,10 @@ the prompt style, by comparing the reply with the context the model was given:
 * ``unsupported``: the user asks about something of their own ("What is my ...?") and
   every fact the reply names (a name, a number, a colour, a day, a month) is missing from
   the conversation, or any number it names is ("It's a 1998 Skoda." to "What is my car's
-  registration number?"): the model made the answer up, or took another value than the
-  user's;
+  registration number?"; "twenty-one" is 21, one number): the model made the answer up,
+  or took another value than the user's; so is a number missing from the conversation in
+  a reply to a question that asks back for a number of what a message of the user's
+  names ("It's 4471." to "What numbers open the bike lock?");
 * ``ungrounded``: the user asks to be reminded of something of their own ("What/which/
   where ... my ...?", not asking for advice nor for a yes or a no), and the reply
   uses no word of what the messages about it said beyond the question's own words ("I
@@ -34,7 +36,10 @@ the prompt style, by comparing the reply with the context the model was given:
   meaning; any of theirs without vectors; the assistant's too when the question asks what
   "you" said): "You rent from this place." after "My landlady's name is Mrs. Abernathy.";
   "I rent from the library." from a long turn about a morning; "I don't have a code."
-  answers nothing;
+  answers nothing. Of a message that says what a thing is, when the words before "is"
+  name what is asked, those words (its names aside) say which thing it is, not what is
+  asked of it: "He's a good friend." to "What does Benedikt do?" after "My oldest friend,
+  Benedikt, is a firefighter." (``told.said_of``);
 * ``never_said``: such a question names a thing of the user's own ("Where does my sister
   live?", :func:`asked_subject`) that no message of the user's in the context names, and
   the reply answers rather than saying it does not know: nothing the model was shown can
@@ -53,7 +58,10 @@ the prompt style, by comparing the reply with the context the model was given:
   Peugeot and bought a Mazda.") is on the same subject without a shared word, unless it
   names another thing of theirs ("I moved my sister's piano."); and when such a message
   names the reply's answer again beside a new one of its kind, after an earlier message
-  that holds it, the reply took the old one ("I have a Peugeot."). A later message that
+  that holds it, the reply took the old one ("I have a Peugeot."); so too when that
+  message is on what is asked and says the new one replaces it ("now", "stopped", "our
+  new cleaner": "Dorota." after "Our cleaner is Dorota." and "Dorota stopped working for
+  us; our cleaner is Agnieszka."). A later message that
   tells a change in so many words ("... from now on", "I quit ... and started ...") may
   name a new value of any word, not only of those kinds (``conversations.outdated``);
 * ``no_number``: to a question that asks back for a number ("What's my seat number?",
@@ -71,30 +79,32 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from conversations.asking import asks_about_the_user, asks_back, is_question, question_part
 from conversations.context import Context, Item
 from conversations.outdated import changed_own, outdated
 from conversations.persona import introduced_names, speaks_as_someone
-from conversations.told import asked_subject, named, possessed, user_items, user_words
+from conversations.told import (
+    asked_subject,
+    named,
+    possessed,
+    said_of,
+    user_items,
+    user_words,
+)
 from conversations.wording import (
     COMMON,
     FIRST_PERSON,
-    NUMBER_WORDS,
-    QUESTION_START,
     asks_for_a_number,
     content_words,
     facts,
     names_a_number,
+    numbers,
     word_set,
     words,
 )
 
 # A line of an example conversation in the system prompt.
 _EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
-# A question that asks to be told something back, among its first words ("In which city
-# ...?"); one that asks for advice or a suggestion has no answer in the conversation.
-_RECALL = word_set("what which where who whom whose when how what's where's who's when's remind")
-_ADVICE = word_set("should could would might recommend suggest suggestion idea ideas")
-_RECALL_WORDS = 3
 _GREETING = word_set("hi hello hey")
 # A question that asks for more talk on a subject, not for a fact.
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
@@ -143,23 +153,13 @@ def example_facts(system_prompt: str) -> frozenset[str]:
 
 
 def said(context: Context) -> set[str]:
-    """Every word of the conversation the model was shown: the new message, the recent and
-    retrieved messages, the summary and this job's tool exchange."""
+    """Every word of the conversation the model was shown (the new message, the recent and
+    retrieved messages, the summary and this job's tool exchange), and the numbers it names
+    in words, in digits ("twenty-one": "21")."""
     texts = [context.message.content, context.summary]
     texts += [item.content for item in (*context.recent, *context.retrieved)]
     texts += [turn.content for turn in context.exchange]
-    return {word for text in texts for word in words(text)}
-
-
-def _numbers(shown: set[str]) -> set[str]:
-    """The numbers among words, in digits too ("two": "2")."""
-    return shown | {NUMBER_WORDS[w] for w in shown if w in NUMBER_WORDS}
-
-
-def is_question(message: str) -> bool:
-    """Whether a message asks something: it ends in "?" or opens with a question's word."""
-    first = words(message)[:1]
-    return message.rstrip().endswith("?") or bool(QUESTION_START.intersection(first))
+    return {found for text in texts for found in (*words(text), *numbers(text))}
 
 
 def abstains_unasked(reply: str, message: str) -> bool:
@@ -170,23 +170,10 @@ def abstains_unasked(reply: str, message: str) -> bool:
     return telling and len(words(reply)) <= ABSTENTION_WORDS and bool(_ABSTAINS.search(reply))
 
 
-def asks_about_the_user(message: str) -> bool:
-    """Whether the message asks about something of the user's own ("What is my ...?")."""
-    return is_question(message) and bool(FIRST_PERSON & set(words(message)))
-
-
 def asks_to_recall(context: Context) -> bool:
     """Whether the new message asks to be told back something of the user's own (see
     ``ungrounded``)."""
     return asks_back(context.message.content) and asks_about_the_user(context.message.content)
-
-
-def asks_back(message: str) -> bool:
-    """Whether a message asks to be told something ("What/which/where ...?"), not for
-    advice: of the user's own or not ("What's the door code?")."""
-    said_words = words(message)
-    recall = bool(_RECALL & set(said_words[:_RECALL_WORDS]))
-    return recall and not _ADVICE & set(said_words)
 
 
 # A question for the user's own name.
@@ -278,18 +265,10 @@ def _outdated(reply: str, context: Context) -> Borrowed | None:
     return Borrowed("outdated", newer) if newer else None
 
 
-def _question_part(message: str) -> tuple[str, str]:
-    """A message's sentences that ask, and those that tell ("My dog is Rex. What is he
-    called?"); the whole message asks when no sentence ends in "?"."""
-    sentences = re.split(r"(?<=[.!?])\s+", message.strip())
-    asking = [s for s in sentences if s.endswith("?")]
-    telling = [s for s in sentences if not s.endswith("?")]
-    return (" ".join(asking), " ".join(telling)) if asking else (message, "")
-
-
 def _fact_words(text: str) -> set[str]:
-    """The content words and numbers of a text, number words in digits too ("twelve": "12")."""
-    return content_words(text) | _numbers(NUMBER_WORDS.keys() & set(words(text)))
+    """The content words and numbers of a text, number words in digits too ("twelve": "12",
+    "twenty-one": "21")."""
+    return content_words(text) | numbers(text)
 
 
 def _unfounded(
@@ -303,12 +282,12 @@ def _unfounded(
     Given ``relevant`` (the seqs of the user's messages closest to it in meaning), only
     the user's messages about what is asked count (:func:`told_about`): a filler's words
     are no answer ("I rent from the library.")."""
-    question, telling = _question_part(context.message.content)
+    question, telling = question_part(context.message.content)
     asked = _fact_words(question)
     grounds = user_items(context)
     if relevant is not None:
         grounds = [item for item in told_about(context, relevant) if item.role == "user"]
-    told = [context.summary, telling, *(item.content for item in grounds)]
+    told = [context.summary, telling, *(said_of(item.content, asked) for item in grounds)]
     if _SECOND_PERSON & set(words(question)):
         shown = (*context.recent, *context.retrieved)
         told += [item.content for item in shown if item.role == "assistant"]
@@ -327,9 +306,34 @@ def _unfounded(
 def _numberless(reply: str, message: str) -> bool:
     """Whether a question asks back for a number and the reply names none, without saying
     it does not know ("It's a Skoda." to "What is my car's registration number?")."""
-    question = _question_part(message)[0]
+    question = question_part(message)[0]
     asks = asks_back(question) and asks_for_a_number(question)
     return asks and not names_a_number(reply) and not _ABSTAINS.search(reply)
+
+
+def _asks_number_told(context: Context) -> bool:
+    """Whether the new message asks back for a number of something a message of the user's
+    names ("What numbers open the bike lock?" after "The bike lock combination is 6381.")."""
+    question = question_part(context.message.content)[0]
+    if not (asks_back(question) and asks_for_a_number(question)):
+        return False
+    asked = content_words(question)
+    told = [content_words(item.content) for item in user_items(context)]
+    return any(named(word, held) for held in told for word in asked)
+
+
+def _unsupported(reply: str, context: Context, shown: set[str]) -> Borrowed | None:
+    """``unsupported`` (see the module): to a question about the user's own, a reply whose
+    facts are all missing from the conversation, or any number of it; to one that asks
+    back for a number of what the user told, any number missing from it."""
+    named_facts = facts(reply)
+    made_up = {fact for fact in named_facts if fact.isdigit()} - shown
+    if asks_about_the_user(context.message.content):
+        if (named_facts and not named_facts & shown) or made_up:
+            return Borrowed("unsupported", tuple(sorted(made_up or named_facts)))
+    elif made_up and _asks_number_told(context):
+        return Borrowed("unsupported", tuple(sorted(made_up)))
+    return None
 
 
 def _same(one: str, other: str) -> bool:
@@ -375,11 +379,8 @@ def borrowed(
         return Borrowed("abstained")
     if _numberless(reply, context.message.content):
         return Borrowed("no_number")
-    if asks_about_the_user(context.message.content):
-        named_facts, known = facts(reply), _numbers(shown)
-        numbers = {f for f in named_facts if f.isdigit()} - known
-        if (named_facts and not named_facts & known) or numbers:
-            return Borrowed("unsupported", tuple(sorted(numbers or named_facts)))
+    if unsupported := _unsupported(reply, context, shown):
+        return unsupported
     if asks_to_recall(context):
         found = _unsupported_subject(reply, context) or _not_their_name(reply, context)
         found = found or _outdated(reply, context)

@@ -55,13 +55,8 @@ from agents.kinds import agent
 from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
-from conversations.borrowing import (
-    asks_about_the_user,
-    asks_back,
-    borrowed,
-    is_question,
-    told_about,
-)
+from conversations.asking import asks_about_the_user, asks_back, is_question
+from conversations.borrowing import borrowed, told_about
 from conversations.chat_turn import ChatTurn
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP

@@ -15,7 +15,8 @@ reply does not:
   names).
 
 A change that names the old value again beside the new one ("I sold the Peugeot and
-bought a Mazda."), after an earlier message that holds it, marks a reply with the old one.
+bought a Mazda."; on what is asked, "Dorota stopped working for us; our new cleaner is
+Agnieszka."), after an earlier message that holds it, marks a reply with the old one.
 """
 
 import re
@@ -39,6 +40,13 @@ _TELLS_CHANGE = re.compile(
 )
 
 
+# A message that says a value replaces another it names ("Dorota stopped working for us;
+# our cleaner is Agnieszka now."), beside those that tell a change in so many words; and
+# the thing a message calls new ("our new cleaner").
+_REPLACES = re.compile(r"\b(?:now|stopped)\b", re.IGNORECASE)
+_NEW = re.compile(r"\bnew (\w+)", re.IGNORECASE)
+
+
 def changed_own(item: Item, asked: set[str]) -> bool:
     """Whether a message of the user's tells they changed something of their own ("I just
     moved to Valencia."): it names no thing of theirs, or only what is ``asked``."""
@@ -55,6 +63,21 @@ def _newer_words(item: Item, older: set[str]) -> list[str]:
     return sorted(content_words(item.content) - older) if _tells_change(item) else []
 
 
+def _names_old_again(last: Item, asked: set[str], own: bool) -> bool:
+    """Whether the last message that holds the reply's answer may name it as the old value
+    beside a new one: it says the user changed something of theirs (``own``), or it is on
+    what is asked and says a value replaces another ("Dorota stopped working for us; our
+    cleaner is Agnieszka." to "Who cleans for us now?"), or calls what is asked new ("Rosa
+    left; our new teacher is Ilse." to "Who teaches us?"; not "Ann has a new friend, Bob."
+    to "What is my sister's name?")."""
+    if own and changed_own(last, asked):
+        return True
+    if any(named(word, content_words(new)) for new in _NEW.findall(last.content) for word in asked):
+        return True
+    on_it = any(named(word, content_words(last.content)) for word in asked)
+    return on_it and bool(_REPLACES.search(last.content) or _tells_change(last))
+
+
 def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
     """What the user said since that the reply (to a question that asks to recall
     something; ``own``: of the user's own) does not name (see the module), or ()."""
@@ -66,10 +89,11 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
     if not holding:
         return ()
     last = max(holding, key=lambda item: item.seq)
-    # The reply's facts, and those of the message it took them from ("Bilbao." opens with it).
-    taken = facts(reply) | (facts(last.content) & set(words(reply)))
+    # The reply's facts, and those of the messages it took them from ("Bilbao." opens with it).
+    told = set().union(*(facts(item.content) for item in holding))
+    taken = facts(reply) | (told & set(words(reply)))
     named_before, kinds = taken | facts(last.content), {fact_kind(f) for f in taken}
-    if own and len(holding) > 1 and changed_own(last, asked):
+    if len(holding) > 1 and _names_old_again(last, asked, own):
         # The change names the old value again ("I sold the Peugeot and bought a Mazda.").
         newer = sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds)
         earlier = set().union(*(content_words(i.content) for i in holding if i.seq != last.seq))

@@ -10,7 +10,9 @@ from conversations.wording import (
     CLOSED,
     COMMON,
     QUESTION_START,
+    SENTENCE_END,
     content_words,
+    facts,
     stem,
     word_set,
     words,
@@ -90,3 +92,23 @@ def _users(item: Item, context: Context) -> bool:
 def user_items(context: Context) -> list[Item]:
     """The user's messages in the context before the new one."""
     return [item for item in (*context.recent, *context.retrieved) if _users(item, context)]
+
+
+# A sentence that says what a thing is or was ("My oldest friend, Benedikt, is a firefighter.").
+_COPULA = re.compile(r"\b(?:is|was|are|were)\b", re.IGNORECASE)
+
+
+def said_of(text: str, asked: Collection[str]) -> str:
+    """What a message says of what is asked (stems): of a sentence that says what a thing
+    is, when the words before "is" name what is asked, only what follows and the names
+    before it ("Benedikt a firefighter" of "My oldest friend, Benedikt, is a firefighter."
+    to "What does Benedikt do?": "friend" says who he is, not what he does); any other
+    sentence whole."""
+    kept = []
+    for sentence in SENTENCE_END.split(text):
+        parts = _COPULA.split(sentence, maxsplit=1)
+        if len(parts) == 2 and any(named(word, content_words(parts[0])) for word in asked):
+            kept.append(" ".join([*sorted(facts(parts[0])), parts[1]]))
+        else:
+            kept.append(sentence)
+    return " ".join(kept)

@@ -114,6 +114,25 @@ _NUMBER = re.compile(
 )
 
 
+# A number of tens and units in words, one number ("twenty-one": 21, not 20 and 1).
+_COMPOUND = re.compile(
+    r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-\s]+"
+    r"(one|two|three|four|five|six|seven|eight|nine)\b",
+    re.IGNORECASE,
+)
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers a text names in words, in digits ("two": "2"; "twenty-one" and "twenty
+    one": "21" alone)."""
+    found = {
+        str(int(NUMBER_WORDS[tens.lower()]) + int(NUMBER_WORDS[units.lower()]))
+        for tens, units in _COMPOUND.findall(text)
+    }
+    rest = words(_COMPOUND.sub(" ", text))
+    return found | {NUMBER_WORDS[word] for word in rest if word in NUMBER_WORDS}
+
+
 def asks_for_a_number(question: str) -> bool:
     """Whether a question asks for a number ("What's my seat number?", "How old is she?")."""
     return bool(_ASKS_NUMBER.search(question))

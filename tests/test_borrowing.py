@@ -16,6 +16,7 @@ from conversations.borrowing import (
     told_about,
 )
 from conversations.context import Context, Item
+from conversations.wording import numbers
 from tests.test_prompt_styles import chat, chat_profile, reply  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -641,3 +642,70 @@ def test_a_question_about_a_thing_named_in_another_form_finds_its_messages():
     nanny = context("Who teaches us now?", *told)
     assert [item.seq for item in told_about(nanny)] == [1, 3]
     assert not borrowed("Ilse.", nanny, "", relevant={1})
+
+
+def test_a_number_of_tens_and_units_in_words_is_one_number():
+    assert numbers("He turns twenty-one, then twenty one, not thirty.") == {"21", "30"}
+    grandson = context("How old is my grandson?", "My grandson is twenty-one.", "Ok.")
+    assert borrowed("He is 21.", grandson, "") is None
+    assert borrowed("He is 20.", grandson, "").words == ("20",)
+    digits = context("How old is my grandson?", "My grandson is 21.", "Ok.")
+    assert borrowed("He is twenty-one.", digits, "") is None
+
+
+def test_an_answer_the_update_names_as_the_old_value_is_outdated():
+    told = ("Our cleaner is Dorota.", "Ok.")
+    stopped = context(
+        "Who cleans for us now?", *told,
+        "Dorota stopped working for us; our cleaner is Agnieszka.", "Ok.",
+    )  # fmt: skip
+    found = borrowed("Your cleaner is Dorota.", stopped, "")
+    assert (found.problem, found.words) == ("outdated", ("agnieszka",))
+    assert borrowed("Agnieszka.", stopped, "") is None
+    teacher = ("Our teacher is Rosa.", "Ok.", "Rosa left; our new teacher is Ilse.", "Ok.")
+    assert borrowed("Rosa.", context("Who teaches us?", *teacher), "").words == ("ilse",)
+    # A new name beside the old value, of something else, changes nothing.
+    sister = context(
+        "What's my sister's name?", "My sister is Ann.", "Ok.",
+        "My sister Ann has a new friend called Bob.", "Ok.",
+    )  # fmt: skip
+    assert borrowed("Ann.", sister, "") is None
+
+
+def test_a_number_asked_of_what_the_user_told_must_be_one_they_gave():
+    lock = context("What numbers open the bike lock?", "The bike lock combination is 6381.", "Ok.")
+    assert borrowed("It's 4471.", lock, "").words == ("4471",)
+    assert borrowed("6381.", lock, "") is None
+    # A number asked of nothing the user told is general knowledge: not judged.
+    legs = context("How many legs does a spider have?", "I like cats.", "Ok.")
+    assert borrowed("It has 8 legs.", legs, "") is None
+
+
+def test_what_names_the_thing_asked_about_is_no_answer_about_it():
+    friend = context("What does Benedikt do?", "My oldest friend, Benedikt, is a firefighter.")
+    assert borrowed("He's a good friend.", friend, "").problem == "unfounded"
+    assert borrowed("He's a firefighter.", friend, "") is None
+    assert (
+        borrowed(
+            "Benedikt.",
+            context(
+                "What's my oldest friend's name?", "My oldest friend, Benedikt, is a firefighter."
+            ),
+            "",
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_an_old_value_the_update_names_is_asked_again_shown_the_update(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("Our cleaner is Dorota.", profile=profile)
+    chat("Dorota stopped working for us; our cleaner is Agnieszka now.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "Agnieszka." if focused(body) else "Dorota."
+    job = chat("Who cleans for us now?", profile=profile)
+    assert reply(job) == "Agnieszka."
+    [note] = notes(job, "reply_borrowed")
+    assert (note["kind"], note["words"]) == ("outdated", ["agnieszka"])
