@@ -66,7 +66,9 @@ the prompt style, by comparing the reply with the context the model was given:
   name a new value of any word, not only of those kinds (``conversations.outdated``);
 * ``no_number``: to a question that asks back for a number ("What's my seat number?",
   "How old is my niece?"), a reply that names none ("It's a Skoda."), in digits or words,
-  and does not say it does not know;
+  and does not say it does not know; ``no_time`` likewise to one that asks when ("When is
+  the heating man visiting?"), a reply naming no time, day, month or number ("He's coming
+  to the office.");
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -95,9 +97,11 @@ from conversations.wording import (
     COMMON,
     FIRST_PERSON,
     asks_for_a_number,
+    asks_when,
     content_words,
     facts,
     names_a_number,
+    names_a_time,
     numbers,
     word_set,
     words,
@@ -142,6 +146,7 @@ class Borrowed:
             "outdated": f"The user said something newer about it{said}.",
             "abstained": "The reply says it does not know, to a message that asks nothing.",
             "no_number": "The reply names no number, to a question that asks for one.",
+            "no_time": "The reply names no time, to a question that asks when.",
         }[self.problem]
 
 
@@ -303,12 +308,16 @@ def _unfounded(
     return None if new & support else Borrowed("unfounded")
 
 
-def _numberless(reply: str, message: str) -> bool:
-    """Whether a question asks back for a number and the reply names none, without saying
-    it does not know ("It's a Skoda." to "What is my car's registration number?")."""
+def _without_kind(reply: str, message: str) -> str | None:
+    """``no_number`` or ``no_time`` when a question asks back for a number or a time and
+    the reply names none, without saying it does not know ("It's a Skoda." to "What is my
+    car's registration number?"), or None."""
     question = question_part(message)[0]
-    asks = asks_back(question) and asks_for_a_number(question)
-    return asks and not names_a_number(reply) and not _ABSTAINS.search(reply)
+    if not asks_back(question) or _ABSTAINS.search(reply):
+        return None
+    if asks_for_a_number(question) and not names_a_number(reply):
+        return "no_number"
+    return "no_time" if asks_when(question) and not names_a_time(reply) else None
 
 
 def _asks_number_told(context: Context) -> bool:
@@ -377,8 +386,8 @@ def borrowed(
         return Borrowed("persona", persona)
     if abstains_unasked(reply, context.message.content):
         return Borrowed("abstained")
-    if _numberless(reply, context.message.content):
-        return Borrowed("no_number")
+    if kind := _without_kind(reply, context.message.content):
+        return Borrowed(kind)
     if unsupported := _unsupported(reply, context, shown):
         return unsupported
     if asks_to_recall(context):

@@ -141,3 +141,27 @@ def asks_for_a_number(question: str) -> bool:
 def names_a_number(text: str) -> bool:
     """Whether a text names a number, in digits or in words ("31B", "twelve", "fourth")."""
     return bool(_NUMBER.search(text))
+
+
+# A question that asks when ("When is ...?", "What time ...?", "Which day ...?"), and a
+# reply's time: a day, a month, a number, or a word of time ("tomorrow", "next week").
+_ASKS_WHEN = re.compile(
+    r"^\W*when\b|\b(?:what|which) (?:time|day|date|month|year)\b", re.IGNORECASE
+)
+_TIME = word_set(
+    """
+    today tonight tomorrow yesterday morning afternoon evening night noon midnight week
+    weekend weekday weekdays month year spring summer autumn fall winter christmas easter
+    soon later now next last ago o'clock am pm a.m p.m every daily weekly before after
+    """
+)
+
+
+def asks_when(question: str) -> bool:
+    """Whether a question asks when ("When is the plumber coming?", "What time is it?")."""
+    return bool(_ASKS_WHEN.search(question))
+
+
+def names_a_time(text: str) -> bool:
+    """Whether a text names a time: a day, a month, a number or a word of time."""
+    return names_a_number(text) or bool((DAYS | MONTHS | _TIME) & set(words(text)))

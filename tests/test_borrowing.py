@@ -709,3 +709,14 @@ def test_an_old_value_the_update_names_is_asked_again_shown_the_update(chat, run
     assert reply(job) == "Agnieszka."
     [note] = notes(job, "reply_borrowed")
     assert (note["kind"], note["words"]) == ("outdated", ["agnieszka"])
+
+
+def test_a_reply_without_a_time_to_a_question_that_asks_when_is_no_time():
+    heating = context("When is the heating man visiting?", "The boiler engineer comes on Friday.")
+    assert borrowed("He's coming to the office.", heating, "").problem == "no_time"
+    assert borrowed("On Friday.", heating, "") is None
+    assert borrowed("I don't know.", heating, "") is None
+    lesson = context("What time is my piano lesson?", "My piano lesson is at 5 pm.", "Ok.")
+    assert borrowed("At the school.", lesson, "").problem == "no_time"
+    for answered in ("At 5 pm.", "It is at five."):
+        assert borrowed(answered, lesson, "") is None
