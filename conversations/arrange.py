@@ -21,11 +21,19 @@
   (:func:`_past_echoes`). The older hits of its
   role about it by meaning alone are replaced by it (``Item.replaced_by``): the builder
   leaves them out of the prompt and its step lists them, so that a small model cannot
-  answer the stale value. A replaced hit's partner goes with it only when it says the
-  same again (close to it in meaning: "Got it, you live in Lyon."); otherwise it stays
-  (a request replaced by a later chat line about the same thing keeps the reply that
-  stated a fact). Facts that add up are not replaced: a hit a name reached
-  (``conversations.linked``), or one sharing a capitalised word with the newest.
+  answer the stale value; so is the hit it may say what changed of (``Item.updates``),
+  however much more like the question that one reads ("My salary is 48,000 a year."
+  beside "After the promotion my salary went up to 55,000."). Facts that add up are not
+  replaced: a hit a name reached (``conversations.linked``), or one sharing a capitalised
+  word with the newest, unless the newest changed it and tells a change in so many words
+  ("I sold the Skoda and bought a grey Volvo estate."). When the newest tells an update
+  (it may say what changed, or its speaker says they changed something), the replaced
+  hits' partners go with them, and its own partner is not brought when it says nothing
+  of it (less close to it in meaning than ``linked.NEIGHBOUR``): a small model copies
+  such a line. Otherwise a
+  replaced hit's partner goes with it only when it says the same again (close to it in
+  meaning: "Got it, you live in Lyon."), so that a request replaced by a later chat line
+  about the same thing keeps the reply that stated a fact.
 * **Dated.** Each line carries its position and its time relative to the new message
   ("3 days ago"), so that the order of what was said is plain.
 """
@@ -37,6 +45,7 @@ from conversations import entities, linked, selectors, vectors
 from conversations.clipping import clip
 from conversations.history import Item, ago
 from conversations.models import Role
+from conversations.outdated import CHANGED, tells_change
 
 SAME_TOPIC_MARGIN = 0.1
 SAME_MEANING = 0.5
@@ -150,7 +159,8 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
             same.append(i)
             rivals.append(i)
     latest = max([at, *(rivals or same), *updating], key=lambda i: heads[i].seq)
-    return latest, _replaced(heads, related, latest) if rivals else {}
+    changes = heads[latest].updates is not None
+    return latest, _replaced(heads, related, latest) if rivals or changes else {}
 
 
 def _past_echoes(
@@ -198,10 +208,18 @@ def _replaced(heads: dict[int, Item], related: dict[int, str], latest: int) -> d
         return {}
     names = set(entities.capitalised(newest.content))
 
+    def earlier(hit: Item) -> bool:
+        return hit.seq < newest.seq and hit.role == newest.role
+
+    def changed(hit: Item) -> bool:
+        return newest.updates == hit.seq and earlier(hit)
+
     def older(hit: Item) -> bool:
-        return hit.seq < newest.seq and hit.role == newest.role and _rivals(newest, hit)
+        return (earlier(hit) and _rivals(newest, hit)) or changed(hit)
 
     def apart(hit: Item) -> bool:
+        if changed(hit) and tells_change(newest.content):
+            return True  # "I sold the Skoda and bought a grey Volvo.": the Skoda is the past
         return not names & set(entities.capitalised(hit.content))
 
     replaced = [i for i, relation in related.items() if relation and older(heads[i])]
@@ -212,7 +230,7 @@ def _replaced(heads: dict[int, Item], related: dict[int, str], latest: int) -> d
     replaced += [
         i
         for i, hit in heads.items()
-        if i not in replaced and hit.via and hit.via in stale and older(hit) and apart(hit)
+        if i not in replaced and hit.via and hit.via in stale and earlier(hit) and apart(hit)
     ]
     return dict.fromkeys(replaced, newest.seq)
 
@@ -229,6 +247,38 @@ def _echoes(conversation_id: str, pairs: list[tuple[Item, Item]]) -> set[int]:
         and partner.seq in unit
         and float(unit[hit.seq] @ unit[partner.seq]) >= linked.NEIGHBOUR
     }
+
+
+def _tells_update(newest: Item) -> bool:
+    """Whether the hit marked newest says what changed: retrieval found it as what may
+    have changed an older hit (``Item.updates``), or it tells that its speaker changed
+    something ("I moved to Porto."; a chat line "I think it was moved ..." does not)."""
+    return newest.updates is not None or bool(CHANGED.search(newest.content))
+
+
+def _silent_partner(
+    conversation_id: str,
+    groups: list[list[Item]],
+    partners: dict[int, Item],
+    latest: int | None,
+    replaced: dict[int, int],
+) -> int | None:
+    """The seq of the partner of the hit marked newest that is left out: when that hit
+    tells an update (it replaces an older hit or may say what changed of one) and its
+    partner says nothing of it (less close to it in meaning than ``linked.NEIGHBOUR``:
+    "That sounds nice." after "I moved to Porto.", but not "Got it, you live in Porto
+    now."). A small model copies such a line, read just before the current value."""
+    if latest is None:
+        return None
+    newest = groups[latest][0]
+    partner = partners.get(newest.seq)
+    if partner is None or not (replaced or _tells_update(newest)):
+        return None
+    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[newest.seq, partner.seq])
+    if newest.seq not in unit or partner.seq not in unit:
+        return None  # not known to say nothing of it
+    close = float(unit[newest.seq] @ unit[partner.seq]) >= linked.NEIGHBOUR
+    return None if close else partner.seq
 
 
 def arrange(
@@ -249,18 +299,21 @@ def arrange(
     groups = [group for group in kept if group]
     partners = _partners(conversation_id, [group[0] for group in groups[:paired]], seen)
     latest, replaced = _current(conversation_id, groups)
+    silent = _silent_partner(conversation_id, groups, partners, latest, replaced)
     pairs = [(groups[i][0], partners.get(groups[i][0].seq)) for i in replaced]
     echoes = _echoes(conversation_id, [(hit, p) for hit, p in pairs if p is not None])
+    # An update that tells what changed takes the older exchanges with it whole.
+    whole = latest is not None and _tells_update(groups[latest][0])
     arranged: list[Item] = []
     for rank, group in enumerate(groups):
         partner = partners.get(group[0].seq)
-        if partner is not None and partner.seq not in seen:
+        if partner is not None and partner.seq not in seen and partner.seq != silent:
             seen.add(partner.seq)
             group = [*group, _short(partner, focus)]
         marked = rank == latest
         for item in sorted(group, key=lambda item: item.seq):
             hit = item is group[0]
-            goes = hit or item.seq in echoes
+            goes = hit or whole or item.seq in echoes
             arranged.append(
                 Item(
                     **{

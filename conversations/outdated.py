@@ -54,13 +54,14 @@ def changed_own(item: Item, asked: set[str]) -> bool:
     return bool(CHANGED.search(item.content)) and all(named(t, asked) for t in things)
 
 
-def _tells_change(item: Item) -> bool:
-    return bool(_TELLS_CHANGE.search(item.content) or CHANGED.search(item.content))
+def tells_change(text: str) -> bool:
+    """Whether ``text`` tells a change in so many words ("... instead", "I sold ...")."""
+    return bool(_TELLS_CHANGE.search(text) or CHANGED.search(text))
 
 
 def _newer_words(item: Item, older: set[str]) -> list[str]:
     """The words that can carry a fact of a message telling a change, beyond ``older``."""
-    return sorted(content_words(item.content) - older) if _tells_change(item) else []
+    return sorted(content_words(item.content) - older) if tells_change(item.content) else []
 
 
 def _names_old_again(last: Item, asked: set[str], own: bool) -> bool:
@@ -75,7 +76,7 @@ def _names_old_again(last: Item, asked: set[str], own: bool) -> bool:
     if any(named(word, content_words(new)) for new in _NEW.findall(last.content) for word in asked):
         return True
     on_it = any(named(word, content_words(last.content)) for word in asked)
-    return on_it and bool(_REPLACES.search(last.content) or _tells_change(last))
+    return on_it and bool(_REPLACES.search(last.content) or tells_change(last.content))
 
 
 def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:

@@ -240,16 +240,17 @@ def test_a_replaced_hits_partner_stays_unless_it_says_the_same_again(owner):  # 
     contents[60], contents[80] = "Ok. (the dentist appointment)", "I moved to Porto last month."
     conversation = conversation_with(owner, contents)
     vectors.embed_pending(conversation_id=conversation.pk)
-    # A later chat line replaces the request; the reply that stated the fact stays.
+    # A later chat line replaces the request; the reply that stated the fact stays (the
+    # chat line's own reply, which says nothing of it, is not brought).
     request = hit(1, "user", contents[0], 0.64, days=90)
     chatter = hit(61, "user", contents[60], 0.6, days=20)
     arranged = arrange.arrange(conversation.pk, [[request], [chatter]], timezone.now())
-    assert {item.seq: item.replaced_by for item in arranged} == {61: None, 62: None, 1: 61, 2: None}
+    assert {item.seq: item.replaced_by for item in arranged} == {61: None, 1: 61, 2: None}
     # A reply that says the stale value again goes with it.
     lyon = hit(41, "user", contents[40], 0.5, days=60)
     porto = hit(81, "user", contents[80], 0.45, days=10)
     arranged = arrange.arrange(conversation.pk, [[lyon], [porto]], timezone.now())
-    assert {item.seq: item.replaced_by for item in arranged} == {81: None, 82: None, 41: 81, 42: 81}
+    assert {item.seq: item.replaced_by for item in arranged} == {81: None, 41: 81, 42: 81}
 
 
 def test_a_newer_hit_as_relevant_as_one_about_the_thing_is_about_it_too_and_read_last(owner):  # noqa: F811
@@ -271,9 +272,7 @@ def test_a_newer_hit_as_relevant_as_one_about_the_thing_is_about_it_too_and_read
     agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
     context = build(conversation, agent, "Which restaurant do I like best?", retrieved=arranged)
     block = transcript(context).split("Earlier in the conversation:\n")[1].split("\n\n")[0]
-    # The current value is the line read last, after its partner.
-    assert block.splitlines()[-3:] == [
-        "#64 (just now) Assistant: " + contents[63],
-        "…",
-        "#63 (1 month ago, most recent) User: " + contents[62],
-    ]
+    # The current value is the line read last; its reply, which says nothing of it, is
+    # not shown (``test_memory_updates``).
+    assert block.splitlines()[-1] == "#63 (1 month ago, most recent) User: " + contents[62]
+    assert contents[63] not in block

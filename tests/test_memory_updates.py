@@ -1,0 +1,83 @@
+"""Updates win for a small model: the value an update changed leaves the prompt even when
+it reads far more like the question, and a reply that says nothing of the update is not
+read just before it."""
+
+import pytest
+from django.utils import timezone
+
+from agents.models import PromptStyle
+from conversations import arrange, vectors
+from conversations.history import Item
+from conversations.render import transcript
+from tests.test_context import build, conversation_with, owner, profile  # noqa: F401
+from tests.test_memory_current import hit
+
+pytestmark = pytest.mark.django_db
+
+
+def updating(item: Item, seq: int) -> Item:
+    """``item`` as retrieval gives a message that may say what changed of message ``seq``."""
+    return Item(**{**item.__dict__, "updates": seq})
+
+
+def block_of(conversation, arranged, question: str) -> list[str]:
+    agent = profile(prompt_style=PromptStyle.TRANSCRIPT, tools=[])
+    context = build(conversation, agent, question, retrieved=arranged)
+    block = transcript(context).split("Earlier in the conversation:\n")[1]
+    return block.split("\n\n")[0].splitlines()
+
+
+def test_the_value_an_update_changed_leaves_even_when_it_reads_more_like_the_question(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[2], contents[40] = "My salary is 48,000 a year.", "My salary went up to 55,000."
+    conversation = conversation_with(owner, contents)
+    old = hit(3, "user", contents[2], 0.67, days=90)
+    new = updating(hit(41, "user", contents[40], 0.41, days=20), 3)
+    arranged = arrange.arrange(conversation.pk, [[old], [new]], timezone.now(), paired=0)
+    assert [(item.seq, item.mark, item.replaced_by) for item in arranged] == [
+        (41, "most recent", None),
+        (3, "", 41),
+    ]
+    assert block_of(conversation, arranged, "How much do I earn per year?") == [
+        "#41 (2 weeks ago, most recent) User: My salary went up to 55,000.",
+    ]
+
+
+def test_a_name_in_common_keeps_the_older_fact_unless_the_update_tells_a_change(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[2], contents[40] = "My sister is Ana.", "Ana lives in Oslo."
+    contents[70], contents[90] = "I drive a red Skoda.", "I sold the Skoda and bought a grey Volvo."
+    conversation = conversation_with(owner, contents)
+    sister = hit(3, "user", contents[2], 0.5, days=90)
+    oslo = updating(hit(41, "user", contents[40], 0.45, days=60), 3)
+    arranged = arrange.arrange(conversation.pk, [[sister], [oslo]], timezone.now(), paired=0)
+    assert {item.seq: item.replaced_by for item in arranged} == {41: None, 3: None}
+    skoda = hit(71, "user", contents[70], 0.64, days=30)
+    volvo = updating(hit(91, "user", contents[90], 0.45, days=3), 71)
+    arranged = arrange.arrange(conversation.pk, [[skoda], [volvo]], timezone.now(), paired=0)
+    assert [(item.seq, item.mark, item.replaced_by) for item in arranged] == [
+        (91, "most recent", None),
+        (71, "", 91),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown"),
+    [
+        ("Could you remind Kira about the printer? I think it was cleaned on Monday.", False),
+        ("Got it, you live in Porto now.", True),
+    ],
+)
+def test_the_updates_reply_is_read_before_it_only_when_it_speaks_of_it(owner, reply, shown):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[2], contents[40] = "I live in Lyon.", "I moved to Porto last month."
+    contents[41] = reply
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    lyon = hit(3, "user", contents[2], 0.5, days=90)
+    porto = updating(hit(41, "user", contents[40], 0.42, days=20), 3)
+    arranged = arrange.arrange(conversation.pk, [[lyon], [porto]], timezone.now())
+    block = block_of(conversation, arranged, "Where do I live now?")
+    assert block[-1] == "#41 (2 weeks ago, most recent) User: I moved to Porto last month."
+    assert any(reply in line for line in block) is shown
+    assert not any("Lyon" in line for line in block)
