@@ -19,10 +19,11 @@ with the event loop (the figures: ``bench/RESULTS.md``). The short route:
   chain is that of a stateless answer (no session, cookie, user, message or HTML page), so
   the same request id, metrics, security headers, host check and body limit, and none of
   the rest;
-- runs the requests' synchronous work (their database statements, which give their
-  connection back after each step: ``gateway.dbthread``) on ``THREADS`` threads shared by
-  all of them, taken in turn (asgiref's ``ThreadSensitiveContext`` with an executor): a
-  request keeps its thread from start to end, as Django's thread-sensitive rule asks;
+- runs the requests' synchronous work (their database statements) on ``THREADS`` threads
+  shared by all of them, taken in turn (asgiref's ``ThreadSensitiveContext`` with an
+  executor): a request keeps its thread from start to end, as Django's thread-sensitive rule
+  asks; each thread keeps its own database connections (``gateway.dbthread``), so a process
+  holds at most ``THREADS`` per database alias for all its requests;
 - cancels the view when the client goes away (which closes the model call, or the stream).
 """
 
@@ -48,6 +49,7 @@ from core.errors import json_error
 from core.exceptions import BadRequest
 from core.http import BodySizeLimitMiddleware
 from core.observe import RequestObserverMiddleware
+from gateway.dbthread import keep_connections, release_connections
 
 SHORT_PATHS = re.compile(
     r"/api\.php|/v1/(?:chat/completions|completions|embeddings|models)"
@@ -57,8 +59,18 @@ SHORT_PATHS = re.compile(
 # machine is slow that queue grows; with a thread per request, hundreds of threads each
 # waking for a statement contend with the event loop for the interpreter lock.
 THREADS = 4
-_threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="short") for _ in range(THREADS)]
+_threads = [
+    ThreadPoolExecutor(max_workers=1, thread_name_prefix="short", initializer=keep_connections)
+    for _ in range(THREADS)
+]
 _turn = itertools.cycle(_threads)
+
+
+def give_back_connections() -> None:
+    """Gives back the connections that the route's threads keep (before the database they
+    are connected to is dropped, for instance at the end of a test run)."""
+    for thread in _threads:
+        thread.submit(release_connections).result()
 
 
 async def view(request: HttpRequest) -> HttpResponseBase:

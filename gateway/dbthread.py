@@ -7,8 +7,16 @@ done, so that a request holds no database connection while it awaits the model, 
 connections of a process are bounded by its pool (``DB_POOL_MAX_SIZE``), not by the number
 of requests in flight. A request whose connection the server dropped runs its work once
 more on a new one (``core.db``).
+
+The exception: a thread marked by :func:`keep_connections`, one of a fixed few that the
+requests of a process share (the short route's, ``config.short_route``). Its connections
+are bounded by the number of such threads already, so it keeps them from one request to
+the next rather than taking one from the pool and checking it at every step; a connection
+that the server dropped meanwhile fails its first statement, and the work runs again on a
+new one, as above.
 """
 
+import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -20,6 +28,15 @@ from core.db import run_again_if_dropped
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+_thread = threading.local()
+
+
+def keep_connections() -> None:
+    """Marks this thread as one of a fixed few shared by many requests: its connections are
+    kept between requests, not given back after each step (a thread pool's initializer)."""
+    _thread.keeps = True
 
 
 def release_connections() -> None:
@@ -39,6 +56,7 @@ async def in_thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> 
             with tracing.database_spans():
                 return run_again_if_dropped(func, *args, **kwargs)
         finally:
-            release_connections()
+            if not getattr(_thread, "keeps", False):
+                release_connections()
 
     return await sync_to_async(run)()

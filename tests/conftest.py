@@ -9,6 +9,7 @@ from django.db import connection
 from django.test import AsyncClient, override_settings
 from rest_framework.test import APIClient
 
+from config import short_route
 from core.db import close_pools
 from gateway import health, routing, services
 from gateway import runtime as runtime_client
@@ -53,9 +54,11 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup):
-    """pytest-django's, and the pools of every alias closed before the test database is
-    dropped: Django closes the pool of the alias it drops, not a test mirror's (``usage``)."""
+    """pytest-django's, and the connections that the short route's threads keep given back
+    and the pools of every alias closed before the test database is dropped: Django closes
+    the pool of the alias it drops, not a test mirror's (``usage``)."""
     yield
+    short_route.give_back_connections()
     close_pools()
 
 

@@ -46,6 +46,7 @@ def test_the_calls_in_flight_share_the_short_routes_threads_instead_of_a_thread_
     def seen(**kwargs) -> None:  # sent in the thread that opens (or takes) a connection
         threads.add(threading.current_thread().name)
 
+    short_route.give_back_connections()  # kept from earlier tests: each is taken anew
     connection_created.connect(seen, weak=False)
     try:
         slow = {"api_key": key, "model": "test-model", "prompt": "slow"}
