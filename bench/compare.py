@@ -1,13 +1,14 @@
 """``POST /api.php`` of an earlier commit against the working tree, in one run.
 
-    .venv/bin/python bench/compare.py --base REV [--database postgres] [--rounds 6]
+    .venv/bin/python bench/compare.py --base REV [--base REV2] [--database postgres] [--rounds 6]
 
 A change's effect on speed, as a ratio measured in one run: the commit REV (checked out
-in a temporary git worktree) and this working tree each run their own production server
+in a temporary git worktree; ``--base`` again for more) and this working tree each run
+their own production server
 (their deploy/gunicorn.conf.py) on a database of their own, in front of the same loopback runtime,
 and the rounds go back and forth between them, so that the shared machine's slow spells
-fall on both. It prints, for each, the best and median p50 latency at concurrency 1 and
-requests/s at concurrency 16, and the ratios of the medians (after / before); and, at
+fall on all. It prints, for each, the best and median p50 latency at concurrency 1 and
+requests/s at concurrency 16, and the ratios of the medians (after / each earlier commit); and, at
 concurrency 1, the CPU milliseconds each request cost the service's processes and its
 database's server processes (PostgreSQL), which a busy machine moves far less than it moves
 latency. Both trees run on this venv's packages.
@@ -78,15 +79,20 @@ def serve(tree: Path, runtime_url: str, database: str, stack: contextlib.ExitSta
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help="the earlier commit (any git revision)")
+    parser.add_argument(
+        "--base", required=True, action="append", help="an earlier commit (any git revision)"
+    )
     parser.add_argument("--database", default="postgres", choices=tuple(DATABASES))
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=2.0, help="cap of seconds per run")
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
-        base, worktree = stack.enter_context(checkout(args.base))
+        trees = dict(
+            (f"before ({base})", worktree)
+            for base, worktree in (stack.enter_context(checkout(rev)) for rev in args.base)
+        )
+        trees["after (working tree)"] = PROJECT_DIR
         runtime = stack.enter_context(runtime_process())
-        trees = {f"before ({base})": worktree, "after (working tree)": PROJECT_DIR}
         services = {
             label: serve(tree, runtime.url, args.database, stack) for label, tree in trees.items()
         }
@@ -111,15 +117,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(cpu[label]):.2f} | c=16 req/s best {max(loaded[label]):.0f} "
             f"median {statistics.median(loaded[label]):.0f}"
         )
-    before, after = services
+    *befores, after = services
+    for before in befores:
 
-    def ratio(figures: dict[str, list[float]]) -> float:
-        return statistics.median(figures[after]) / statistics.median(figures[before])
+        def ratio(figures: dict[str, list[float]], before: str = before) -> float:
+            return statistics.median(figures[after]) / statistics.median(figures[before])
 
-    print(
-        f"after / before, medians: c=1 p50 {ratio(single):.2f}, c=1 CPU/request "
-        f"{ratio(cpu):.2f}, c=16 req/s {ratio(loaded):.2f}"
-    )
+        print(
+            f"after / {before}, medians: c=1 p50 {ratio(single):.2f}, c=1 CPU/request "
+            f"{ratio(cpu):.2f}, c=16 req/s {ratio(loaded):.2f}"
+        )
     return 0
 
 
