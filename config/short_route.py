@@ -22,8 +22,9 @@ with the event loop (the figures: ``bench/RESULTS.md``). The short route:
 - runs the requests' synchronous work (their database statements) on ``THREADS`` threads
   shared by all of them, taken in turn (asgiref's ``ThreadSensitiveContext`` with an
   executor): a request keeps its thread from start to end, as Django's thread-sensitive rule
-  asks; each thread keeps its own database connections (``gateway.dbthread``), so a process
-  holds at most ``THREADS`` per database alias for all its requests;
+  asks; each thread keeps its own database connections when the pool has room for them
+  (``gateway.dbthread``): a process then holds ``THREADS`` per database for all its
+  requests;
 - cancels the view when the client goes away (which closes the model call, or the stream).
 """
 
@@ -60,7 +61,9 @@ SHORT_PATHS = re.compile(
 # waking for a statement contend with the event loop for the interpreter lock.
 THREADS = 4
 _threads = [
-    ThreadPoolExecutor(max_workers=1, thread_name_prefix="short", initializer=keep_connections)
+    ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix="short", initializer=keep_connections, initargs=(THREADS,)
+    )
     for _ in range(THREADS)
 ]
 _turn = itertools.cycle(_threads)

@@ -41,6 +41,15 @@ def watch_pools() -> None:
         os.register_at_fork(before=close_pools)
 
 
+def pool_max_size(alias: str) -> int | None:
+    """The most connections the pool of the database ``alias`` holds (psycopg_pool's
+    default, 4, for ``"pool": True``); None when it has no pool."""
+    pool = connections.settings[alias].get("OPTIONS", {}).get("pool")
+    if not pool:
+        return None
+    return pool.get("max_size", pool.get("min_size", 4)) if isinstance(pool, dict) else 4
+
+
 def check_pools_now_and_then(sender=None, connection=None, **kwargs) -> None:
     """A ``connection_created`` receiver: notes the pool the connection came from, and
     starts this process's checker of its pools' idle connections, once per process (a

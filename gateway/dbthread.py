@@ -9,11 +9,13 @@ of requests in flight. A request whose connection the server dropped runs its wo
 more on a new one (``core.db``).
 
 The exception: a thread marked by :func:`keep_connections`, one of a fixed few that the
-requests of a process share (the short route's, ``config.short_route``). Its connections
-are bounded by the number of such threads already, so it keeps them from one request to
-the next rather than taking one from the pool and checking it at every step; a connection
-that the server dropped meanwhile fails its first statement, and the work runs again on a
-new one, as above.
+requests of a process share (the short route's, ``config.short_route``). Their connections
+are bounded by the number of such threads already, so when every database's pool has room
+for them twice over (the rest of the process keeps the other half), each keeps its
+connections from one request to the next, rather than taking one from the pool, which
+checks it with a round trip, and giving it back at every step. A connection that the
+server dropped meanwhile fails its first statement, and the work runs again on a new one,
+as above.
 """
 
 import threading
@@ -24,7 +26,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from core import tracing
-from core.db import run_again_if_dropped
+from core.db import pool_max_size, run_again_if_dropped
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -33,10 +35,20 @@ T = TypeVar("T")
 _thread = threading.local()
 
 
-def keep_connections() -> None:
-    """Marks this thread as one of a fixed few shared by many requests: its connections are
-    kept between requests, not given back after each step (a thread pool's initializer)."""
-    _thread.keeps = True
+def keep_connections(threads: int) -> None:
+    """A thread pool's initializer: marks this thread as one of ``threads`` shared by many
+    requests, which keep their connections between requests when the pools allow it."""
+    _thread.shared_by = threads
+
+
+def _keeps_connections() -> bool:
+    """Whether this thread keeps its connections: it is one of a few shared threads, and
+    every database's pool holds at least twice as many connections as there are of them
+    (with fewer, the rest of the process would wait for connections never given back)."""
+    threads = getattr(_thread, "shared_by", 0)
+    if not threads:
+        return False
+    return all((pool_max_size(alias) or 0) >= 2 * threads for alias in connections)
 
 
 def release_connections() -> None:
@@ -56,7 +68,7 @@ async def in_thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> 
             with tracing.database_spans():
                 return run_again_if_dropped(func, *args, **kwargs)
         finally:
-            if not getattr(_thread, "keeps", False):
+            if not _keeps_connections():
                 release_connections()
 
     return await sync_to_async(run)()

@@ -10,9 +10,11 @@ import asyncio
 import itertools
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg_pool
 import pytest
+from asgiref.sync import ThreadSensitiveContext
 from django.db import (
     DataError,
     IntegrityError,
@@ -28,7 +30,7 @@ from django.test.utils import CaptureQueriesContext
 from agents.models import Job
 from core import db
 from gateway import services
-from gateway.dbthread import in_thread
+from gateway.dbthread import in_thread, keep_connections, release_connections
 from gateway.models import UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -502,3 +504,55 @@ def test_a_pool_whose_idle_connections_were_all_dropped_hands_out_a_live_one_soo
 
     elapsed = InThread(statement_in_a_new_thread).join()
     assert elapsed < timeout / 2, elapsed
+
+
+# --- The short route's shared threads keep their connections (gateway.dbthread) ---------
+
+
+def backend_pid_and_key(plain: str):
+    """Statements of one request's step: the key read, and which connection ran it."""
+    api_key = services.api_key_authenticate(plain)
+    return connection.connection.info.backend_pid if connection.connection else None, api_key
+
+
+@pytest.fixture
+def shared_thread() -> Iterator:
+    """Runs ``in_thread`` work on one thread marked as the short route marks its four."""
+    executor = ThreadPoolExecutor(1, initializer=keep_connections, initargs=(4,))
+
+    def run(func, *args):
+        async def step():
+            async with ThreadSensitiveContext(executor=executor):
+                return await in_thread(func, *args)
+
+        return asyncio.run(step())
+
+    yield run
+    executor.submit(release_connections).result()  # before the test database is dropped
+    executor.shutdown()
+
+
+def held_pid() -> int | None:
+    """The server process of the connection this thread holds as a step starts, if any."""
+    return connection.connection.info.backend_pid if connection.connection else None
+
+
+def test_a_shared_thread_keeps_its_connection_and_replaces_one_the_server_dropped(
+    make_key, shared_thread
+):
+    api_key, plain = make_key()
+    first, read = shared_thread(backend_pid_and_key, plain)
+    assert read == api_key and first is not None
+    assert shared_thread(held_pid) == first  # kept from the step before, not given back
+    terminate_and_wait(first)
+    third, read = shared_thread(backend_pid_and_key, plain)
+    assert read == api_key and third not in (None, first)  # run again on a new one
+
+
+def test_a_shared_thread_gives_its_connection_back_when_the_pool_is_too_small_to_keep_it(
+    make_key, shared_thread, monkeypatch
+):
+    monkeypatch.setitem(connections.settings["default"]["OPTIONS"]["pool"], "max_size", 7)
+    _, plain = make_key()
+    shared_thread(backend_pid_and_key, plain)
+    assert shared_thread(held_pid) is None  # given back: 7 < twice the 4 shared threads
