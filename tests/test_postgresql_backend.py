@@ -28,6 +28,7 @@ from django.db.backends.postgresql.base import DatabaseWrapper
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Job
+from config import short_route
 from core import db
 from gateway import services
 from gateway.dbthread import in_thread, keep_connections, release_connections
@@ -475,6 +476,7 @@ def test_a_pool_whose_idle_connections_were_all_dropped_hands_out_a_live_one_soo
     timeout. ``core.db`` checks the idle ones every ``DB_POOL_CHECK_SECONDS``."""
     pool = connection.pool
     timeout = settings.DATABASES["default"]["OPTIONS"]["pool"]["timeout"]
+    short_route.give_back_connections()  # kept by its threads since earlier tests
     connection.ensure_connection()  # the suite's own, kept out of the pool meanwhile
     idle = [pool.getconn() for _ in range(pool.max_size - 1)]
     pids = [conn.info.backend_pid for conn in idle]
