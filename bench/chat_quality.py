@@ -80,6 +80,7 @@ from bench.held_out import (  # noqa: E402
     SESSION_30_PAIRS,
     SESSION_34_PAIRS,
     SESSION_35_PAIRS,
+    SESSION_36_PAIRS,
 )
 from scripts import embedded_runtime  # noqa: E402
 
@@ -120,8 +121,8 @@ EARLIER_PAIRS = [
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
 # Pairs for trying prompt shapes on (``--pair-set tuning``, with ``EARLIER_PAIRS``): the
-# figures of a change are the held-out ``bench.held_out.SESSION_35_PAIRS`` (and
-# ``SESSION_34_PAIRS``), which nothing was tuned on.
+# figures of a change are the held-out ``bench.held_out.SESSION_36_PAIRS``, which nothing
+# was tuned on (session 35's and 34's pairs are tuning pairs from session 36 on).
 TUNING_PAIRS = [
     ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
     ("My favourite city is Vienna.", "What is my favourite city?", "Vienna"),
@@ -228,12 +229,13 @@ ALL_TUNING_PAIRS = (
     + SESSION_30_PAIRS
     + CHAT_PAIRS
 )
-# ``--pair-set``'s choices: the held-out pairs (the figures; only the summary is printed for
-# them), session 34's held-out pairs (summary only too), all the tuning pairs, or one
-# earlier held-out set alone (tuning pairs now).
-SUMMARY_ONLY = ("held-out", "session-34")
+# ``--pair-set``'s choices: the held-out pairs (session 36's, the figures; only the summary
+# is printed for them), all the tuning pairs, or one earlier held-out set alone (tuning pairs
+# now: session 35's and 34's per-pair lines are read from session 36 on).
+SUMMARY_ONLY = ("held-out",)
 PAIR_SETS = {
-    "held-out": SESSION_35_PAIRS,
+    "held-out": SESSION_36_PAIRS,
+    "session-35": SESSION_35_PAIRS,
     "session-34": SESSION_34_PAIRS,
     "tuning": ALL_TUNING_PAIRS,
     "session-32": CHAT_PAIRS,
@@ -699,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
     parser.add_argument(
-        "--pairs", type=int, default=len(SESSION_35_PAIRS), help="fact pairs to run"
+        "--pairs", type=int, default=len(SESSION_36_PAIRS), help="fact pairs to run"
     )
     parser.add_argument(
         "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
@@ -708,9 +710,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pair-set",
         choices=tuple(PAIR_SETS),
         default="held-out",
-        help="the held-out pairs (the figures, summary only), session 34's held-out pairs"
-        " (summary only), or those prompt shapes are tried on: all, or an earlier held-out"
-        " set alone (session-32, session-30)",
+        help="the held-out pairs (session 36's: the figures, summary only), or those prompt"
+        " shapes and checks are tried on: all, or an earlier held-out set alone (session-35,"
+        " session-34, session-32, session-30)",
     )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)

@@ -1,13 +1,14 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-27 (session 35) in new words (``SESSION_35_PAIRS``;
-session 34's, ``SESSION_34_PAIRS``, stay held out beside them, summary only; those of
-session 32, ``CHAT_PAIRS``, are tuning pairs now), the tasks on 2026-11-26. The
-sets these replace were read while changes were made (a failure once looked at is no longer
-held out), so they became tuning sets: ``bench/chat_quality.py``'s ``*_PAIRS`` and
-``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser, check or
-threshold) is tried on the held-out cases, and their per-case lines are not read before a
-final run; once one is read to understand a failure, write a fresh set.
+The chat pairs were written on 2026-11-27 (session 36) in new words (``SESSION_36_PAIRS``,
+summary only). Those of session 35 and 34 (``SESSION_35_PAIRS``, ``SESSION_34_PAIRS``) are
+tuning pairs from session 36 on: their per-pair lines are read to tune the reply checks.
+Those of session 32, ``CHAT_PAIRS``, are tuning pairs too. The tasks were written on
+2026-11-26. The sets these replace were read while changes were made (a failure once
+looked at is no longer held out), so they became tuning sets: ``bench/chat_quality.py``'s
+``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt,
+parser, check or threshold) is tried on the held-out cases, and their per-case lines are
+not read before a final run; once one is read to understand a failure, write a fresh set.
 
 The chat pairs ask in other words than the fact was told ("Who looks after my teeth?"
 after "My dentist is Dr. Varga."), some without "my"; six ask about something
@@ -87,9 +88,79 @@ CHAT_PAIRS = [
     ),
 ]
 
-# Written 2026-11-27 (session 35) in new words, before the changes measured on them: the
+# Written 2026-11-27 (session 36) in new words, before the changes measured on them: the
 # held-out chat pairs (``bench/chat_quality.py --pair-set held-out``, which prints only the
-# summary for them). Eighteen recall, six never said, six updates, as SESSION_34_PAIRS.
+# summary for them). Eighteen recall, six never said, six updates, as SESSION_35_PAIRS.
+SESSION_36_PAIRS = [
+    ("The harp I practise on was built in Galway.", "In which town was my harp made?", "Galway"),
+    ("Our storage unit is number 219.", "What number is the storage unit we rent?", "219"),
+    (
+        "Next autumn I'm attending a woodcarving workshop in Lucerne.",
+        "Which town is hosting my carving class?",
+        "Lucerne",
+    ),
+    ("My granddaughter is called Imogen.", "What name did my granddaughter get?", "Imogen"),
+    ("The piano tuner visits on Tuesday.", "Which day does the tuner come round?", "Tuesday"),
+    ("Nougat is the sweet I love most.", "Which confection is my favourite?", "nougat"),
+    ("On winter evenings I play curling.", "What winter sport do I take part in?", "curling"),
+    ("We rent a farmhouse in Tuscany each August.", "Where is our August farmhouse?", "Tuscany"),
+    (
+        "My brother-in-law is an electrician.",
+        "What trade is my brother-in-law in?",
+        "electrician",
+    ),
+    ("The garage door keypad opens with 7264.", "Which digits open the garage?", "7264"),
+    ("My optician is Mrs. Okonkwo.", "Who checks my eyesight?", "Okonkwo"),
+    ("I pickle my own gherkins.", "What vegetable do I pickle?", "gherkin"),
+    ("My great-aunt was a telegraph operator.", "What was my great-aunt's work?", "telegraph"),
+    ("A cherry tree shades our patio.", "Which tree is on our patio?", "cherry"),
+    ("I'm the drummer in a ceilidh band.", "What do I play in the ceilidh band?", "drum"),
+    ("My wellington boots are purple.", "What colour are my wellies?", "purple"),
+    ("Our neighbours' donkey is called Juniper.", "What's the donkey next door named?", "Juniper"),
+    ("I studied medicine in Leuven.", "In which town did I do my medical degree?", "Leuven"),
+    # Never said: "I don't know" is the right answer.
+    ("My brother teaches maths.", "What subject does my sister teach?", None),
+    ("I keep bees in the orchard.", "How many goats do I have?", None),
+    ("My godmother lives in Bruges.", "What is my godmother's favourite flower?", None),
+    ("I practise yoga on Mondays.", "Who is my yoga teacher?", None),
+    ("Our hallway has a tiled floor.", "What make is our washing machine?", None),
+    ("I stayed in Vilnius over New Year.", "Which gallery did I visit in Riga?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        ("The darts league plays at the Red Lion.", "The darts league has moved to the Anchor."),
+        "Where does the darts league play?",
+        "Anchor",
+    ),
+    (
+        ("My desk at work is number 8.", "After the office move my desk is number 45."),
+        "Which desk is mine?",
+        "45",
+    ),
+    (
+        ("My GP is Dr. Lindqvist.", "Dr. Lindqvist left the practice; my GP is now Dr. Mbeki."),
+        "Who is my GP?",
+        "Mbeki",
+    ),
+    (
+        ("We planned to tile the bathroom white.", "We ended up tiling the bathroom in navy."),
+        "What colour are the bathroom tiles?",
+        "navy",
+    ),
+    (
+        ("My cousin's wedding is set for May.", "My cousin moved her wedding to September."),
+        "When is my cousin's wedding?",
+        "September",
+    ),
+    (
+        ("Our family calendar app is called Orbit.", "We renamed the family calendar Compass."),
+        "What's the family calendar called?",
+        "Compass",
+    ),
+]
+
+# Written 2026-11-27 (session 35) in new words; held out until session 36, which reads their
+# per-pair lines to tune the reply checks, so they are tuning pairs now (``--pair-set
+# session-35``). Eighteen recall, six never said, six updates, as SESSION_34_PAIRS.
 SESSION_35_PAIRS = [
     ("My canoe is moored at Lochinver.", "Where do I keep my boat?", "Lochinver"),
     ("Our beach hut is number 73.", "Which hut on the beach is ours?", "73"),
@@ -157,8 +228,8 @@ SESSION_35_PAIRS = [
 ]
 
 # Written 2026-11-26 (session 34) in new words, before the changes measured on them. Only
-# their summaries were ever read, so they stay held out (``bench/chat_quality.py --pair-set
-# session-34``, summary only too). Eighteen recall, six never said, six updates, as CHAT_PAIRS.
+# their summaries were read until session 36; from then on they are tuning pairs like
+# SESSION_35_PAIRS (``--pair-set session-34``). Eighteen recall, six never said, six updates.
 SESSION_34_PAIRS = [
     ("My violin was made in Cremona.", "Where does my violin come from?", "Cremona"),
     ("Our caravan is parked on pitch 41.", "Which pitch is the caravan on?", "41"),
