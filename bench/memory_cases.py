@@ -1235,13 +1235,98 @@ FRESH_35 = [
          "Where is my passport stored?", ("fireproof", "stairs")),
 ]  # fmt: skip
 
+# Session 36's fresh half, written before any change of that session: other facts, other
+# relations and other wording than every case above, weighted to updates (some changed with
+# a word saying so, "retired", "sold", "quit", "went over to", and some only restated with
+# the new value). Nothing is tuned on it; only its summary lines are read
+# (bench/memory_abilities.py never prints the fresh half's per-case lines). From session 36
+# on, fresh35 is tuning material: its per-case lines were read while tuning.
+FRESH_36 = [
+    Case("updates", _user("My podiatrist is Fenella.", "Fenella retired, and Oswin treats my feet now."),
+         "Who looks after my feet?", ("oswin",)),
+    Case("updates", _user("My car is a white Peugeot 208.",
+                          "Sold the Peugeot last month and bought a Kia Niro."),
+         "What car do I drive?", ("niro", "kia")),
+    Case("updates", _user("I'm a member of PureGym.", "PureGym is open all night, which suits me.",
+                          "I cancelled PureGym and train at the YMCA on Barrow Road."),
+         "Where do I work out?", ("ymca", "barrow")),
+    Case("updates", _user("Our parking bay at the flats is number 112.",
+                          "The management company gave us bay 47 instead of 112."),
+         "Which parking bay is ours?", ("47",)),
+    Case("updates", _user("Parents' evening is on the 9th of October.",
+                          "Parents' evening got pushed back to the 16th of October."),
+         "When is the parents' evening?", ("16",)),
+    Case("updates", _user("My line manager is Rosalind Kemp.",
+                          "After the reorganisation I report to Tobias Renner."),
+         "Who is my boss?", ("tobias", "renner")),
+    Case("updates", _user("My son does archery on Saturdays.", "My son quit archery and fences now."),
+         "Which sport does my son do?", ("fenc",)),
+    Case("updates", _user("Our council tax is 142 a month.", "Council tax went up to 158 a month in April."),
+         "How much council tax do we pay each month?", ("158",)),
+    Case("updates", _user("We're registered with the Elmfield Practice.",
+                          "Since the move we're registered at Fernhill Medical Centre."),
+         "Which GP surgery are we with?", ("fernhill",)),
+    Case("updates", _user("I have a mug of cocoa every evening.", "Cocoa before bed is my little ritual.",
+                          "I cut out the cocoa; warm turmeric milk is what I have at night."),
+         "What do I drink before bed?", ("turmeric",)),
+    Case("updates", _user("My sister-in-law Marguerite works as a nurse.",
+                          "Marguerite retrained and works as a paramedic."),
+         "What is Marguerite's job?", ("paramedic",)),
+    Case("updates", _user("Our quiz team plays at the Red Lion.",
+                          "The Red Lion stopped its quiz nights, so our team plays at the Fox and Hounds."),
+         "Which pub does our quiz team play at?", ("fox",)),
+    Case("updates", _user("My phone is a Nokia G42.",
+                          "I dropped the Nokia in the canal and got a Samsung Galaxy."),
+         "Which phone have I got?", ("samsung", "galaxy")),
+    Case("updates", _user("Our electricity comes from Bulb.",
+                          "We went over to Good Energy for our electricity in March."),
+         "Who supplies our electricity?", ("good energy",)),
+    Case("updates", _user("My life-drawing class is on Tuesday evenings.",
+                          "Tuesday life-drawing is the highlight of my week.",
+                          "My life-drawing class is on Friday lunchtimes."),
+         "When is my life-drawing class?", ("friday",)),
+    Case("multi_session", _user("My wife's cousin is Ignatius.", "Ignatius builds dry-stone walls.",
+                                "Ignatius lives in Kendal."),
+         "What does my wife's cousin build, and which town is his home?", ("wall", "kendal")),
+    Case("multi_session", _user("My personal trainer is Dermot.", "Dermot sees me at 6 a.m. on Mondays.",
+                                "Dermot charges 35 pounds a session."),
+         "On which day does the man who coaches my workouts see me, and what does a session cost?",
+         ("monday", "35")),
+    Case("multi_session", _user("My niece is Niamh.", "Niamh studies veterinary science.",
+                                "Niamh is at university in Aberystwyth."),
+         "What is my brother's daughter studying, and in which town?", ("veterinar", "aberystwyth")),
+    Case("abstention", _user("My uncle Bertrand is a retired postman."),
+         "What is my uncle Bertrand's phone number?", ABSTAIN),
+    Case("abstention", _user("The living room curtains are mustard yellow."),
+         "What colour is our bedroom carpet?", ABSTAIN),
+    Case("abstention", _user("I sold my old drum kit online."),
+         "How much did my new amplifier cost?", ABSTAIN),
+    Case("assistant", _said("Suggest a name for our new kitten.", "How about Pepperpot?"),
+         "What name did you come up with for the little cat?", ("pepperpot",),
+         ("How about Pepperpot?",)),
+    Case("assistant", _said("How many tablespoons are in a cup?", "There are 16 tablespoons in a US cup."),
+         "How many spoonfuls did you say make up a cup?", ("16",),
+         ("There are 16 tablespoons in a US cup.",)),
+    Case("assistant", _said("Book a table for four on Friday.",
+                            "Booked Osteria Lucca for four at 7:45 on Friday, reference OL-5582."),
+         "What's the reference for the restaurant booking you made?", ("ol-5582",),
+         ("Booked Osteria Lucca for four at 7:45 on Friday, reference OL-5582.",)),
+    Case("extraction", _user("The water meter is in the front garden under a blue lid."),
+         "Where can I read the water meter?", ("blue lid", "front garden")),
+    Case("extraction", _user("The spare car key is in the brown teapot on the dresser."),
+         "Where do we keep the extra key for the car?", ("teapot",)),
+    Case("extraction", _user("My grandfather was born in Trieste."),
+         "Where was my granddad born?", ("trieste",)),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
-# shown; see its comment for what has been read of it). fresh31, fresh31m and fresh32 are
-# tuning material (their failures were read); the tuning half proper is ``TUNING``. fresh33
-# and fresh34 are held out too: run them with ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
+# shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32 and
+# fresh35 are tuning material (their failures were read); the tuning half proper is
+# ``TUNING``. fresh33 and fresh34 are held out too: run them with
+# ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
-          "fresh34": FRESH_34, "fresh35": FRESH_35}  # fmt: skip
-FRESH = "fresh35"
+          "fresh34": FRESH_34, "fresh35": FRESH_35, "fresh36": FRESH_36}  # fmt: skip
+FRESH = "fresh36"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
