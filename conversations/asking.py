@@ -1,15 +1,36 @@
 """What a message asks, as the reply checks read it (``conversations.borrowing``): whether it
-is a question, whether it asks something of the user's own, or to be told something back."""
+is a question, whether it asks something of the user's own, or to be told something back;
+and whether a reply says it does not know, or names no number or time where one is asked."""
 
 import re
+from collections.abc import Collection
 
-from conversations.wording import FIRST_PERSON, QUESTION_START, word_set, words
+from conversations.alike import own_kin
+from conversations.told import named
+from conversations.wording import (
+    FIRST_PERSON,
+    QUESTION_START,
+    asks_for_a_number,
+    asks_when,
+    content_words,
+    names_a_number,
+    names_a_time,
+    word_set,
+    words,
+)
 
 # A question that asks to be told something back, among its first words ("In which city
 # ...?"); one that asks for advice or a suggestion has no answer in the conversation.
 _RECALL = word_set("what which where who whom whose when how what's where's who's when's remind")
 _ADVICE = word_set("should could would might recommend suggest suggestion idea ideas")
 _RECALL_WORDS = 3
+# A reply that says it does not know: honest, never ungrounded.
+ABSTAINS = re.compile(
+    r"\b(?:don'?t know|do not know|not sure|no idea|(?:can'?t|cannot) (?:say|tell|remember)"
+    r"|don'?t remember|(?:didn'?t|never) (?:tell|told|say|said|mention)"
+    r"|haven'?t (?:told|said|mentioned))",
+    re.IGNORECASE,
+)
 
 
 def is_question(message: str) -> bool:
@@ -19,8 +40,10 @@ def is_question(message: str) -> bool:
 
 
 def asks_about_the_user(message: str) -> bool:
-    """Whether the message asks about something of the user's own ("What is my ...?")."""
-    return is_question(message) and bool(FIRST_PERSON & set(words(message)))
+    """Whether the message asks about something of the user's own ("What is my ...?", or
+    of their relatives named without "my": "What was granny's job?")."""
+    found = words(message)
+    return is_question(message) and (bool(FIRST_PERSON & set(found)) or own_kin(found) is not None)
 
 
 def asks_back(message: str) -> bool:
@@ -38,3 +61,20 @@ def question_part(message: str) -> tuple[str, str]:
     asking = [s for s in sentences if s.endswith("?")]
     telling = [s for s in sentences if not s.endswith("?")]
     return (" ".join(asking), " ".join(telling)) if asking else (message, "")
+
+
+def without_kind(reply: str, message: str, told: Collection[str] = ()) -> str | None:
+    """``no_number`` or ``no_time`` when a question asks back for a number or a time and
+    the reply names none, without saying it does not know ("It's a Skoda." to "What is my
+    car's registration number?"), or None; None for a number too when a message of the
+    user's (``told``) holds every word of the question and names no number: what they
+    told of it is none ("What is my bank PIN hint?" after "My bank PIN hint is pumpkin.";
+    not "How old is my niece?" after "My niece lives in Cardiff.")."""
+    question = question_part(message)[0]
+    if not asks_back(question) or ABSTAINS.search(reply):
+        return None
+    if asks_for_a_number(question) and not names_a_number(reply):
+        asked = content_words(question)
+        about = [text for text in told if all(named(w, content_words(text)) for w in asked)]
+        return None if asked and about and not any(map(names_a_number, about)) else "no_number"
+    return "no_time" if asks_when(question) and not names_a_time(reply) else None

@@ -49,24 +49,26 @@ the prompt style, by comparing the reply with the context the model was given:
   own) names none of what the question asks about ("Leeds" from "My brother lives in
   Leeds." to "Where does my sister live?");
 * ``outdated``: a message of the user's after the last one that holds the reply's answer
-  shares a word with the question and names a fact of the same kind as the reply's (a
-  name, a number, a colour, a day, a month) that neither the reply nor that message
-  names: the user may have changed the fact since ("The wedding has been pushed back to
-  September."). Judged for any question that asks to be told something back ("What's the
-  door code?"), of the user's own or not. To a question of the user's own, a later message
-  that says they changed something of theirs ("I just moved to Valencia.", "I sold the
-  Peugeot and bought a Mazda.") is on the same subject without a shared word, unless it
-  names another thing of theirs ("I moved my sister's piano."); and when such a message
-  names the reply's answer again beside a new one of its kind, after an earlier message
-  that holds it, the reply took the old one ("I have a Peugeot."); so too when that
-  message is on what is asked and says the new one replaces it ("now", "stopped", "our
-  new cleaner": "Dorota." after "Our cleaner is Dorota." and "Dorota stopped working for
-  us; our cleaner is Agnieszka."). A later message that
-  tells a change in so many words ("... from now on", "I quit ... and started ...") may
-  name a new value of any word, not only of those kinds (``conversations.outdated``);
+  shares a word with the question and names a fact of the same kind as the reply's (a name,
+  a number, a colour, a day, a month) that neither the reply nor that message names: the
+  user may have changed the fact since ("The wedding has been pushed back to September.").
+  Judged for any question that asks to be told something back ("What's the door code?"), of
+  the user's own or not. To a question of the user's own, a later message that says they
+  changed something of theirs ("I just moved to Valencia.", "I sold the Peugeot and bought a
+  Mazda.") is on the same subject without a shared word, unless it names another thing of
+  theirs ("I moved my sister's piano."); and when such a message names the reply's answer
+  again beside a new one of its kind, after an earlier message that holds it, the reply took
+  the old one ("I have a Peugeot."); so too when that message is on what is asked and says
+  the new one replaces it ("now", "stopped", "our new cleaner": "Dorota." after "Our cleaner
+  is Dorota." and "Dorota stopped working for us; our cleaner is Agnieszka."). A later
+  message that tells a change in so many words ("... from now on", "I quit ... and started
+  ...") may name a new value of any word, not only of those kinds
+  (``conversations.outdated``);
 * ``no_number``: to a question that asks back for a number ("What's my seat number?",
   "How old is my niece?"), a reply that names none ("It's a Skoda."), in digits or words,
-  and does not say it does not know; ``no_time`` likewise to one that asks when ("When is
+  and does not say it does not know, unless a message of the user's that holds all the
+  question's words names none ("What is my PIN hint?" after "My PIN hint is pumpkin.");
+  ``no_time`` likewise to one that asks when ("When is
   the heating man visiting?"), a reply naming no time, day, month or number ("He's coming
   to the office.");
 * ``abstained``: to a message that tells something of the user's own or greets and asks
@@ -81,13 +83,24 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from conversations.asking import asks_about_the_user, asks_back, is_question, question_part
+from conversations.alike import Alike
+from conversations.asking import (
+    ABSTAINS as _ABSTAINS,
+)
+from conversations.asking import (
+    asks_about_the_user,
+    asks_back,
+    is_question,
+    question_part,
+    without_kind,
+)
 from conversations.context import Context, Item
 from conversations.outdated import changed_own, outdated
 from conversations.persona import introduced_names, speaks_as_someone
 from conversations.told import (
     asked_subject,
     named,
+    names_subject,
     possessed,
     said_of,
     user_items,
@@ -97,11 +110,8 @@ from conversations.wording import (
     COMMON,
     FIRST_PERSON,
     asks_for_a_number,
-    asks_when,
     content_words,
     facts,
-    names_a_number,
-    names_a_time,
     numbers,
     word_set,
     words,
@@ -116,13 +126,6 @@ _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 _SECOND_PERSON = word_set("you your you're you've")
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
-# A reply that says it does not know: honest, never ungrounded.
-_ABSTAINS = re.compile(
-    r"\b(?:don'?t know|do not know|not sure|no idea|(?:can'?t|cannot) (?:say|tell|remember)"
-    r"|don'?t remember|(?:didn'?t|never) (?:tell|told|say|said|mention)"
-    r"|haven'?t (?:told|said|mentioned))",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -218,13 +221,14 @@ def _ungrounded(reply: str, context: Context, about: list[Item]) -> Borrowed | N
     return Borrowed("ungrounded")
 
 
-def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
+def _unsupported_subject(reply: str, context: Context, alike: Alike | None) -> Borrowed | None:
     """``never_said`` or ``elsewhere`` (see the module), for a question that asks to recall
     something of the user's own; None when the reply says it does not know, or when one of
     the user's messages that hold the reply's answer may be about what is asked: it names
     no thing of the user's own ("I parked the car on level 3." to "Where did I leave my
-    vehicle?"), or the same thing (by word, or as a compound's last part). A thing the
-    user has is named by "my" or by "I have a ..." (``told.possessed``)."""
+    vehicle?"), or the same thing (by word, as a compound's last part, or a word ``alike``
+    finds the same: ``told.names_subject``). A thing the user has is named by "my" or by
+    "I have a ..." (``told.possessed``)."""
     question = context.message.content
     subject = asked_subject(question)
     if not subject or _ABSTAINS.search(reply):
@@ -237,7 +241,7 @@ def _unsupported_subject(reply: str, context: Context) -> Borrowed | None:
     others: set[str] = set()
     for held in holders:
         own = asked_subject(held) or possessed(held)
-        same = any(named(thing, content_words(held)) for thing in subject)
+        same = names_subject(subject, question, own, held, alike)
         if not own or same or any(named(thing, asked) for thing in own):
             return None
         others.update(own)
@@ -308,18 +312,6 @@ def _unfounded(
     return None if new & support else Borrowed("unfounded")
 
 
-def _without_kind(reply: str, message: str) -> str | None:
-    """``no_number`` or ``no_time`` when a question asks back for a number or a time and
-    the reply names none, without saying it does not know ("It's a Skoda." to "What is my
-    car's registration number?"), or None."""
-    question = question_part(message)[0]
-    if not asks_back(question) or _ABSTAINS.search(reply):
-        return None
-    if asks_for_a_number(question) and not names_a_number(reply):
-        return "no_number"
-    return "no_time" if asks_when(question) and not names_a_time(reply) else None
-
-
 def _asks_number_told(context: Context) -> bool:
     """Whether the new message asks back for a number of something a message of the user's
     names ("What numbers open the bike lock?" after "The bike lock combination is 6381.")."""
@@ -365,11 +357,13 @@ def borrowed(
     system_prompt: str,
     similar: Collection[int] = (),
     relevant: Collection[int] | None = None,
+    alike: Alike | None = None,
 ) -> Borrowed | None:
     """Why ``reply`` borrows from the prompt rather than answering (see the module), or
     None when it does not. ``similar``: the seqs of the messages close in meaning to the
     new one (:func:`told_about`); ``relevant``: the user's messages most relevant to it,
-    the only ones an ``unfounded`` reply's facts may come from (None: any of theirs)."""
+    the only ones an ``unfounded`` reply's facts may come from (None: any of theirs);
+    ``alike``: whether two words name the same thing (``conversations.alike``)."""
     shown = said(context)
     reply_words = set(words(reply))
     copied = sorted((reply_words & example_facts(system_prompt)) - shown)
@@ -386,12 +380,12 @@ def borrowed(
         return Borrowed("persona", persona)
     if abstains_unasked(reply, context.message.content):
         return Borrowed("abstained")
-    if kind := _without_kind(reply, context.message.content):
+    if kind := without_kind(reply, context.message.content, told[1:]):
         return Borrowed(kind)
     if unsupported := _unsupported(reply, context, shown):
         return unsupported
     if asks_to_recall(context):
-        found = _unsupported_subject(reply, context) or _not_their_name(reply, context)
+        found = _unsupported_subject(reply, context, alike) or _not_their_name(reply, context)
         found = found or _outdated(reply, context)
         found = found or _ungrounded(reply, context, told_about(context, similar))
         return found or _unfounded(reply, context, relevant)

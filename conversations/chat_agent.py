@@ -55,6 +55,7 @@ from agents.kinds import agent
 from agents.models import AgentProfile, Job, JobKind
 from agents.replies import clean_reply
 from conversations import render, services, summary, tokens, vectors
+from conversations.alike import embedded_alike
 from conversations.asking import asks_about_the_user, asks_back, is_question
 from conversations.borrowing import borrowed, told_about
 from conversations.chat_turn import ChatTurn
@@ -194,7 +195,7 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
     scores = closeness(turn, context)
     found = borrowed(
         text, context, turn.profile.system_prompt, similar_seqs(scores),
-        relevant=relevant_seqs(context, scores),
+        relevant=relevant_seqs(context, scores), alike=embedded_alike(),
     )  # fmt: skip
     if found is None:
         return text

@@ -3,8 +3,9 @@ messages in a context, the words they said, and the things they name as their ow
 sister's wedding", "I have a cat")."""
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
+from conversations.alike import own_kin
 from conversations.context import Context, Item
 from conversations.wording import (
     CLOSED,
@@ -33,11 +34,13 @@ def asked_subject(message: str) -> tuple[str, ...]:
     """What a question names as the user's own, by stem: after the first "my"/"our" (and
     a common word such as "new"), the owners of a chain and the thing they own ("my
     sister's wedding": sister, wedding), or the one word that is not common ("my seat
-    number": seat); () when it names nothing uncommon ("my name")."""
+    number": seat); () when it names nothing uncommon ("my name"). Without "my"/"our",
+    from a relative named as the user's own ("granny's job": granny, job; ``alike.own_kin``)."""
     found = words(message)
-    if not _OWN & set(found):
+    if _OWN & set(found):
+        start = next(index for index, word in enumerate(found) if word in _OWN) + 1
+    elif (start := own_kin(found)) is None:
         return ()
-    start = next(index for index, word in enumerate(found) if word in _OWN) + 1
     run: list[str] = []
     for word in found[start : start + 4]:
         if word in COMMON or word in QUESTION_START:
@@ -83,6 +86,29 @@ def named(thing: str, told: Collection[str]) -> bool:
         )
         for word in told
     )
+
+
+def _surface(thing: str, text: str) -> str:
+    """The word of ``text`` whose stem is ``thing`` ("bicycle" for "bicycl"), or ``thing``."""
+    return next((word for word in words(text) if stem(word) == thing), thing)
+
+
+def names_subject(
+    subject: Collection[str],
+    question: str,
+    own: Collection[str],
+    held: str,
+    alike: Callable[[str, str], bool] | None = None,
+) -> bool:
+    """Whether a message of the user's (``held``, naming ``own`` as theirs) names what a
+    question asks about (``subject``, :func:`asked_subject`): by word (:func:`named`), or,
+    given ``alike``, a word of the subject and one of ``own`` name the same thing ("my
+    bicycle" and "My bike ...", ``conversations.alike``)."""
+    if any(named(thing, content_words(held)) for thing in subject):
+        return True
+    asked = [_surface(thing, question) for thing in subject]
+    told = [_surface(thing, held) for thing in own]
+    return alike is not None and any(alike(one, other) for one in asked for other in told)
 
 
 def _users(item: Item, context: Context) -> bool:

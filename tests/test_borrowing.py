@@ -720,3 +720,14 @@ def test_a_reply_without_a_time_to_a_question_that_asks_when_is_no_time():
     assert borrowed("At the school.", lesson, "").problem == "no_time"
     for answered in ("At 5 pm.", "It is at five."):
         assert borrowed(answered, lesson, "") is None
+
+
+def test_a_question_for_what_the_user_told_with_no_number_needs_no_number():
+    hint = context("What is my bank PIN hint?", "My bank PIN hint is pumpkin.", "Noted.")
+    assert borrowed("It's pumpkin.", hint, "") is None
+    assert borrowed("It's a vegetable.", hint, "").problem == "ungrounded"
+    # A number still, when the message on it names one or does not hold the question's words.
+    pin = context("What is my bank PIN?", "My bank PIN is 4412.", "Noted.")
+    assert borrowed("It's your bank.", pin, "").problem == "no_number"
+    niece = context("How old is my niece?", "My niece lives in Cardiff.", "Nice.")
+    assert borrowed("She lives in Cardiff.", niece, "").problem == "no_number"
