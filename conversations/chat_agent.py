@@ -63,6 +63,7 @@ from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
 from conversations.frame import EARLIER_HEADER
 from conversations.models import Message, Role
+from conversations.outdated import stale_seqs, without_stale
 from conversations.perspective import said_back
 from conversations.selectors import conversation_get, messages_of_job
 from conversations.told import user_items
@@ -200,6 +201,8 @@ def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Step
     if found is None:
         return text
     turn.borrowed += 1
+    if found.problem == "outdated":
+        turn.stale |= stale_seqs(text, context, found.words)
     yield Note(
         "reply_borrowed",
         {"problem": found.describe(), "kind": found.problem, "words": list(found.words),
@@ -239,13 +242,17 @@ def answer(turn: ChatTurn) -> Steps:
             else turn.build(round_number=round_number, offer_tools=listed, why="tool")
         )
         shown = focused(turn, context) if turn.borrowed else context
+        # The prompt leaves out what an outdated reply took; the checks still read it.
+        prompt = without_stale(shown, turn.stale)
         # Greedy decoding would give the same unusable answer again: a retry samples, but
-        # for the first after a borrowed reply when its prompt shows what is asked about.
-        fresh, context = retry == "focus" and shown is not context, shown
+        # for the first after a borrowed reply when its prompt shows what is asked about,
+        # or no longer shows the old value.
+        fresh = retry == "focus" and (shown is not context or prompt is not shown)
+        context = shown
         options = RETRY_OPTIONS if retry and not fresh else None
         voice = in_assistants_voice(context)
         text = yield render.model_call(
-            profile, context, name=REPLY_STEP, options=options, rewrite=voice
+            profile, prompt, name=REPLY_STEP, options=options, rewrite=voice
         )
         parsed = parse_answer(text)
         if parsed.kind == "tool":

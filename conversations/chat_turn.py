@@ -42,6 +42,7 @@ class ChatTurn:
         self.focus = keywords(own.content)
         self.now = own.created_at
         self.borrowed = 0  # replies that borrowed from the prompt (``chat_agent``)
+        self.stale: set[int] = set()  # what an outdated reply took (``outdated.stale_seqs``)
 
     # --- Context -----------------------------------------------------------------------------
 

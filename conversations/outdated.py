@@ -17,11 +17,19 @@ reply does not:
 A change that names the old value again beside the new one ("I sold the Peugeot and
 bought a Mazda."; on what is asked, "Dorota stopped working for us; our new cleaner is
 Agnieszka."), after an earlier message that holds it, marks a reply with the old one.
+
+The retry after such a reply is shown the change without what it changed
+(:func:`without_stale`): the lines before the first message that names a newer value that
+hold the reply's answer leave the prompt, the user's and the assistant's ("Got it, Lyon."),
+with the replies to them, retrieved or recent, so that the newest value is the only one
+left to read.
 """
 
 import re
+from dataclasses import replace
 
 from conversations.context import Context, Item
+from conversations.models import Role
 from conversations.told import asked_subject, named, user_items
 from conversations.wording import content_words, fact_kind, facts, words
 
@@ -111,3 +119,41 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
         if changed:
             return tuple(changed)
     return ()
+
+
+def _names_any(item: Item, newer: set[str]) -> bool:
+    return bool(newer & (content_words(item.content) | set(words(item.content))))
+
+
+def stale_seqs(reply: str, context: Context, newer: tuple[str, ...]) -> set[int]:
+    """The seqs of the messages an ``outdated`` reply took its old value from (see the
+    module): before the first message of the user's that names one of ``newer``, holding a
+    word of the reply's answer, and naming none of ``newer``; and the replies to those."""
+    found = set(newer)
+    changes = [item.seq for item in user_items(context) if _names_any(item, found)]
+    answered = content_words(reply) - content_words(context.message.content)
+    if not changes or not answered:
+        return set()
+    first, shown = min(changes), (*context.recent, *context.retrieved)
+    stale = {
+        item.seq
+        for item in shown
+        if item.seq < first
+        and answered & content_words(item.content)
+        and not _names_any(item, found)
+    }
+    # The reply to an old value goes with it: it speaks of the past ("Got it.").
+    replies = {item.seq for item in shown if item.role == Role.ASSISTANT and item.seq - 1 in stale}
+    return stale | {seq for seq in replies if seq < first}
+
+
+def without_stale(context: Context, stale: set[int]) -> Context:
+    """``context`` without the messages of ``stale`` (:func:`stale_seqs`), retrieved or
+    recent; itself when it shows none of them."""
+    recent = [item for item in context.recent if item.seq not in stale]
+    retrieved = [item for item in context.retrieved if item.seq not in stale]
+    if len(recent) == len(context.recent) and len(retrieved) == len(context.retrieved):
+        return context
+    freed = sum(item.cost() for item in context.recent if item.seq in stale)
+    freed += sum(item.cost(numbered=True) for item in context.retrieved if item.seq in stale)
+    return replace(context, recent=recent, retrieved=retrieved, used=context.used - freed)

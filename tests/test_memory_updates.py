@@ -6,11 +6,13 @@ import pytest
 from django.utils import timezone
 
 from agents.models import PromptStyle
-from conversations import arrange, vectors
+from conversations import arrange, outdated, vectors
 from conversations.history import Item
 from conversations.render import transcript
+from tests.test_borrowing import context, notes, styled, temperatures
 from tests.test_context import build, conversation_with, owner, profile  # noqa: F401
 from tests.test_memory_current import hit
+from tests.test_prompt_styles import chat, reply  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -81,3 +83,57 @@ def test_the_updates_reply_is_read_before_it_only_when_it_speaks_of_it(owner, re
     assert block[-1] == "#41 (2 weeks ago, most recent) User: I moved to Porto last month."
     assert any(reply in line for line in block) is shown
     assert not any("Lyon" in line for line in block)
+
+
+def test_an_outdated_replys_old_value_is_what_came_before_the_change_and_holds_it():
+    said = context(
+        "Where do I live now?",
+        "I live in Lyon.", "Got it, you live in Lyon.",
+        "The weather is nice.", "Lovely.",
+        "I moved to Porto last month.", "That sounds nice.",
+        "Lyon was fun though.", "Sure.",
+    )  # fmt: skip
+    assert outdated.stale_seqs("You live in Lyon.", said, ("porto",)) == {1, 2}
+    shown = outdated.without_stale(said, {1, 2})
+    assert [item.seq for item in shown.recent] == [3, 4, 5, 6, 7, 8]
+    assert shown.used == said.used - said.recent[0].cost() - said.recent[1].cost()
+    assert outdated.without_stale(said, {42}) is said
+    # Nothing names the newer value: nothing is known to be stale.
+    assert outdated.stale_seqs("You live in Lyon.", said, ("madrid",)) == set()
+
+
+def test_an_update_that_names_the_old_value_again_stays_beside_what_it_changed():
+    said = context(
+        "What car do I drive?",
+        "I drive a red Skoda.", "Nice car.",
+        "I sold the Skoda and bought a grey Volvo.", "Enjoy it.",
+    )  # fmt: skip
+    assert outdated.stale_seqs("A red Skoda.", said, ("volvo",)) == {1, 2}
+
+
+def piano_asked(chat, runtime, script, profile: str = "default"):  # noqa: F811
+    """Asks who tunes the piano after the tuner changed; ``script`` answers the question."""
+    runtime.script = lambda prompt, body: "Nice."
+    for said in ("Our piano tuner is Leopold.", "Leopold retired, so Beatrix tunes our piano now."):
+        chat(said, profile=profile)
+    runtime.reset()
+    runtime.script = script
+    return chat("Who tunes our piano?", profile=profile)
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_an_outdated_replys_retry_is_shown_the_change_alone(chat, runtime, style):  # noqa: F811
+    script = lambda prompt, body: "Leopold." if "is Leopold" in str(body) else "Beatrix."  # noqa: E731
+    job = piano_asked(chat, runtime, script, styled(style))
+    assert reply(job) == "Beatrix."
+    [note] = notes(job, "reply_borrowed")
+    assert (note["kind"], note["words"]) == ("outdated", ["beatrix"])
+    assert temperatures(runtime) == [0, 0]  # greedy: the retry's prompt is another
+    assert "is Leopold" not in str(runtime.generate_requests()[-1].body)
+
+
+def test_the_old_value_again_without_its_lines_is_still_outdated(chat, runtime):  # noqa: F811
+    job = piano_asked(chat, runtime, lambda prompt, body: "Leopold.")
+    assert reply(job) == "I don't know."
+    assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["outdated"] * 3
+    assert temperatures(runtime) == [0, 0, 0.7]
