@@ -11,32 +11,35 @@
    search follows, bounded, the names of its hits whose messages fit the question), each
    hit with the other half of its exchange (a ``tool_call`` step); ``conversations.arrange``
    dates, ranks and marks them, and the context is built again with them.
-3. **Render and call.** ``conversations.render`` writes the context once in the profile's
-   prompt style (a transcript for a base model, which lists no tools, or chat messages
-   for an instruction-tuned one), and the model is called. An answer that asks for a tool
-   (the agents' format, ``{"tool": ..., "arguments": {...}}``) runs it when the prompt
-   listed the tools (a base model's transcript lists none: its tool call is an echo of the
-   conversation, not run, and asked again); messages a history tool loads join the
-   context, other results are told after the new message; then the model is called
-   again. At most ``profile.max_steps`` model calls; the last one is offered no tools. Any
-   other text is the reply, cleaned of what the model invented around it
-   (``agents.replies``; the raw text stays in the ``model_call`` step); a reply that is
-   empty once cleaned is asked again, with sampling. So is a reply that borrows from the
-   prompt's scaffolding rather than answering (the example conversation's facts, the
-   previous reply again, a value the user never gave, nothing of what the user told about
-   what they ask or nothing they said at all, an answer taken from what they said of
-   another thing:
-   ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times, the first greedily
-   with the messages asked about shown again last (:func:`focused`); then the profile's
-   ``unknown_reply`` ("I don't know.") is the reply to a question, at once when the user
-   never named what they ask about, and its ``acknowledgement_reply`` ("Thanks for telling
-   me.") to anything else. To a question about the user's own things, a reply's sentences
-   that tell their facts in their voice ("I work in Leeds." to "Where do I work?") are said
-   as the assistant ("You work in Leeds.": ``conversations.perspective``), as the reply
-   streams. A model call whose
-   text is not the reply is marked so (``Discard``: its streamed tokens are taken back),
-   and the reply given instead is given by a note step whose tokens carry it (``Say``): the
-   tokens of the step that produced the stored reply are that reply.
+3. **Render and call.** To a question that asks to be told something back, a base model (a
+   transcript prompt) is shown the user's messages it asks about again last before it, under
+   the earlier history's header (:func:`focused`): it answers from what it read last, even
+   what is in the recent window. ``conversations.render`` writes the context once in the
+   profile's prompt style (a transcript for a base model, which lists no tools, or chat
+   messages for an instruction-tuned one), and the model is called. An answer that asks for
+   a tool (the agents' format, ``{"tool": ..., "arguments": {...}}``) runs it when the
+   prompt listed the tools (a base model's transcript lists none: its tool call is an echo
+   of the conversation, not run, and asked again); messages a history tool loads join the
+   context, other results are told after the new message; then the model is called again. At
+   most ``profile.max_steps`` model calls; the last one is offered no tools. Any other text
+   is the reply, cleaned of what the model invented around it (``agents.replies``; the raw
+   text stays in the ``model_call`` step); a reply that is empty once cleaned is asked
+   again, with sampling. So is a reply that borrows from the prompt's scaffolding rather
+   than answering (the example conversation's facts, the previous reply again, a value the
+   user never gave, nothing of what the user told about what they ask or nothing they said
+   at all, an answer taken from what they said of another thing:
+   ``conversations.borrowing``), up to ``BORROWED_RETRIES`` times (an instruction-tuned
+   model's retries show the messages asked about again too): greedily when the prompt shows
+   other messages than the last call's (the messages asked about shown again, or an old
+   value's left out), else sampled; then the profile's ``unknown_reply`` ("I don't know.")
+   is the reply to a question, at once when the user never named what they ask about, and
+   its ``acknowledgement_reply`` ("Thanks for telling me.") to anything else. To a question
+   about the user's own things, a reply's sentences that tell their facts in their voice ("I
+   work in Leeds." to "Where do I work?") are said as the assistant ("You work in Leeds.":
+   ``conversations.perspective``), as the reply streams. A model call whose text is not the
+   reply is marked so (``Discard``: its streamed tokens are taken back), and the reply given
+   instead is given by a note step whose tokens carry it (``Say``): the tokens of the step
+   that produced the stored reply are that reply.
 4. **Store.** The reply is stored once (a service); then, when enough history slid out of
    the window, the oldest of it is folded into the rolling summary (a ``model_call`` step
    named ``summarize``).
@@ -88,7 +91,7 @@ RELEVANT_MARGIN = 0.08
 # Below this cosine a message is about something else, however close it is beside the
 # others (a long filler turn's words are no answer when the fact is not in the prompt).
 RELEVANT_FLOOR = 0.25
-# The user's messages a retry shows again just before the new one, at most.
+# The user's messages shown again just before a question that asks them back, at most.
 FOCUS_MESSAGES = 2
 
 
@@ -159,10 +162,10 @@ def relevant_seqs(context: Context, scores: dict[int, float]) -> set[int] | None
 
 
 def focused(turn: ChatTurn, context: Context) -> Context:
-    """The context of a retry after a borrowed reply to a question that asks to be told
-    something back: the user's messages it asks about shown again last before it, under
-    the earlier history's header (a small model answers from what it read last), while
-    they fit the budget."""
+    """The context of a call to a question that asks to be told something back: the
+    user's messages it asks about (those not retrieved already) shown again last before
+    it, under the earlier history's header (a small model answers from what it read
+    last), while they fit the budget."""
     if not asks_back(context.message.content):
         return context
     shown = {item.seq for item in context.retrieved}
@@ -230,7 +233,8 @@ def in_assistants_voice(context: Context) -> Callable[[str], str] | None:
 def answer(turn: ChatTurn) -> Steps:
     """The model's reply to the turn, cleaned: ``(context, reply)`` (see the module)."""
     profile, max_steps = turn.profile, turn.profile.max_steps
-    retry: str | None = None  # why this call asks again: "sample", or "focus" (see below)
+    retry = False  # whether this call asks again
+    last_shown: list[int] | None = None  # the messages the last call's prompt showed
     for round_number in range(1, max_steps + 1):
         # Only the tools the prompt lists (``context.tools``) may run: a base model gets no
         # tool list, so a tool call in its answer is an echo of the conversation.
@@ -241,15 +245,15 @@ def answer(turn: ChatTurn) -> Steps:
             if round_number == 1
             else turn.build(round_number=round_number, offer_tools=listed, why="tool")
         )
-        shown = focused(turn, context) if turn.borrowed else context
+        if profile.is_transcript or turn.borrowed:  # a base model's first call too
+            context = focused(turn, context)
         # The prompt leaves out what an outdated reply took; the checks still read it.
-        prompt = without_stale(shown, turn.stale)
-        # Greedy decoding would give the same unusable answer again: a retry samples, but
-        # for the first after a borrowed reply when its prompt shows what is asked about,
-        # or no longer shows the old value.
-        fresh = retry == "focus" and (shown is not context or prompt is not shown)
-        context = shown
-        options = RETRY_OPTIONS if retry and not fresh else None
+        prompt = without_stale(context, turn.stale)
+        # Greedy decoding gives the same answer to the same prompt: a retry whose prompt
+        # shows the same messages as the last call's samples.
+        shown = [item.seq for item in (*prompt.recent, *prompt.retrieved)]
+        options = RETRY_OPTIONS if retry and shown == last_shown else None
+        last_shown = shown
         voice = in_assistants_voice(context)
         text = yield render.model_call(
             profile, prompt, name=REPLY_STEP, options=options, rewrite=voice
@@ -262,7 +266,7 @@ def answer(turn: ChatTurn) -> Steps:
             continue
         if parsed.kind == "tool" and (offer or profile.is_transcript):
             yield Note("unusable_answer", {"problem": NOT_OFFERED, "tool": parsed.tool})
-            retry = "sample"
+            retry = True
             continue
         if parsed.kind == "tool":
             raise AgentFailure("The model asked for a tool on its last allowed call.")
@@ -276,12 +280,12 @@ def answer(turn: ChatTurn) -> Steps:
             reply = yield from _checked(turn, context, cleaned.text, last=last)
             if reply is not None:
                 return context, reply
-            retry = "focus" if turn.borrowed == 1 else "sample"
+            retry = True
             continue
         problem = "Nothing was left of the answer once cleaned." if text.strip() else None
         yield Discard(DISCARDED_UNUSABLE)
         yield Note("unusable_answer", {"problem": problem or "The answer was empty."})
-        retry = "sample"
+        retry = True
     raise AgentFailure(f"The model gave no usable answer within {max_steps} model calls.")
 
 

@@ -44,6 +44,23 @@ def focused(body: dict) -> bool:
     return "Earlier in the conversation:" in shown or "Messages found in the earlier" in shown
 
 
+def in_turn(*answers: str):
+    """A script that answers ``answers`` one after the other, whatever is asked."""
+    given = iter(answers)
+    return lambda prompt, body: next(given)
+
+
+def asked_again(runtime, style: str, *, changed: bool = False) -> None:
+    """A first answer was asked again: a base model (a transcript prompt) was shown what is
+    asked about on its first call already, and asked again sampling, unless the retry's
+    prompt ``changed`` (an old value left out); an instruction-tuned one is shown it on the
+    retry, greedily."""
+    first, second = (request.body for request in runtime.generate_requests()[:2])
+    assert (focused(first), focused(second)) == (style == "transcript", True)
+    sampled = style == "transcript" and not changed
+    assert temperatures(runtime)[:2] == ([0, 0.7] if sampled else [0, 0])
+
+
 def notes(job, name: str) -> list[dict]:
     return [s.input for s in Step.objects.filter(job=job, kind="note", name=name).order_by("index")]
 
@@ -424,13 +441,13 @@ def test_a_reply_that_contradicts_the_user_is_asked_again(chat, runtime, style):
     runtime.script = lambda prompt, body: "Nice."
     chat("My favourite colour is teal.", profile=profile)
     runtime.reset()
-    runtime.script = lambda prompt, body: "You like teal best." if focused(body) else "I like blue."
+    runtime.script = in_turn("I like blue.", "You like teal best.")
     job = chat("Which hue do I like best?", profile=profile)
     assert reply(job) == "You like teal best."
     [note] = notes(job, "reply_borrowed")
     assert (note["kind"], note["words"]) == ("unsupported", ["blue"])
-    # Asked again greedily, the user's message shown again just before the question.
-    assert temperatures(runtime) == [0, 0]
+    # The user's message shown again just before the question.
+    asked_again(runtime, style)
 
 
 @pytest.mark.parametrize("style", ["transcript", "chat"])
@@ -445,8 +462,10 @@ def test_a_reply_that_keeps_borrowing_becomes_the_profiles_unknown_reply(chat, r
     assert reply(job) == "Sorry, I cannot say."
     assert len(notes(job, "reply_borrowed")) == 3  # the first answer and two retries
     assert notes(job, "reply_replaced") == [{"reply": "Sorry, I cannot say."}]
-    # The first retry shows the colour message again (greedy), the second samples.
-    assert temperatures(runtime) == [0, 0, 0.7]
+    # The colour message shown again; the retries sample (an instruction-tuned model's
+    # first one is the first to show it, greedily).
+    asked_again(runtime, style)
+    assert temperatures(runtime)[2] == 0.7
 
 
 @pytest.mark.parametrize("style", ["transcript", "chat"])
@@ -495,14 +514,13 @@ def test_an_answer_from_before_the_user_moved_is_asked_again_shown_the_move(chat
     chat("I live in Bilbao, but I grew up in Seville.", profile=profile)
     chat("I just moved to Valencia.", profile=profile)
     runtime.reset()
-    runtime.script = lambda prompt, body: (
-        "You live in Valencia." if focused(body) else "I live in Seville."
-    )
+    runtime.script = in_turn("I live in Seville.", "You live in Valencia.")
     job = chat("Where do I live now?", profile=profile)
     assert reply(job) == "You live in Valencia."
     [note] = notes(job, "reply_borrowed")
     assert (note["kind"], note["words"]) == ("outdated", ["valencia"])
-    assert temperatures(runtime) == [0, 0]  # greedy, both messages shown again
+    # Both messages shown again; the retry without the old one, greedily.
+    asked_again(runtime, style, changed=True)
 
 
 def test_a_reply_that_only_does_not_know_to_a_message_that_asks_nothing_abstained():
@@ -704,11 +722,12 @@ def test_an_old_value_the_update_names_is_asked_again_shown_the_update(chat, run
     chat("Our cleaner is Dorota.", profile=profile)
     chat("Dorota stopped working for us; our cleaner is Agnieszka now.", profile=profile)
     runtime.reset()
-    runtime.script = lambda prompt, body: "Agnieszka." if focused(body) else "Dorota."
+    runtime.script = in_turn("Dorota.", "Agnieszka.")
     job = chat("Who cleans for us now?", profile=profile)
     assert reply(job) == "Agnieszka."
     [note] = notes(job, "reply_borrowed")
     assert (note["kind"], note["words"]) == ("outdated", ["agnieszka"])
+    asked_again(runtime, style, changed=True)  # the retry without the old value
 
 
 def test_a_reply_without_a_time_to_a_question_that_asks_when_is_no_time():

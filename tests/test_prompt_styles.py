@@ -185,7 +185,9 @@ def test_nothing_invented_is_fed_back_into_the_next_prompt(chat, runtime):
     chat("My name is Ada.")
     chat("What is my name?")
     second = runtime.prompts()[1]
-    assert "Assistant: Nice name.\nUser: What is my name?\nAssistant:" in second
+    assert "User: My name is Ada.\nAssistant: Nice name.\n" in second
+    # The message asked about shown again last, before the question.
+    assert second.endswith("#1 User: My name is Ada.\n\nUser: What is my name?\nAssistant:")
     assert "cat" not in second and "Felix" not in second
 
 
