@@ -1,14 +1,15 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-27 (session 36) in new words (``SESSION_36_PAIRS``,
-summary only). Those of session 35 and 34 (``SESSION_35_PAIRS``, ``SESSION_34_PAIRS``) are
-tuning pairs from session 36 on: their per-pair lines are read to tune the reply checks.
-Those of session 32, ``CHAT_PAIRS``, are tuning pairs too. The tasks were written on
-2026-11-26. The sets these replace were read while changes were made (a failure once
-looked at is no longer held out), so they became tuning sets: ``bench/chat_quality.py``'s
-``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt,
-parser, check or threshold) is tried on the held-out cases, and their per-case lines are
-not read before a final run; once one is read to understand a failure, write a fresh set.
+The chat pairs were written on 2026-11-27 (session 37) in new words (``SESSION_37_PAIRS``,
+summary only). Those of session 36, 35 and 34 (``SESSION_36_PAIRS``, ``SESSION_35_PAIRS``,
+``SESSION_34_PAIRS``) are tuning pairs from session 37 on: their per-pair lines are read to
+tune the reply checks. Those of session 32, ``CHAT_PAIRS``, are tuning pairs too. The tasks
+were written on 2026-11-26. The sets these replace were read while changes were made (a
+failure once looked at is no longer held out), so they became tuning sets:
+``bench/chat_quality.py``'s ``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``.
+Nothing in the service (prompt, parser, check or threshold) is tried on the held-out cases,
+and their per-case lines are not read before a final run; once one is read to understand a
+failure, write a fresh set.
 
 The chat pairs ask in other words than the fact was told ("Who looks after my teeth?"
 after "My dentist is Dr. Varga."), some without "my"; six ask about something
@@ -88,9 +89,120 @@ CHAT_PAIRS = [
     ),
 ]
 
-# Written 2026-11-27 (session 36) in new words, before the changes measured on them: the
+# Written 2026-11-27 (session 37) in new words, before the changes measured on them: the
 # held-out chat pairs (``bench/chat_quality.py --pair-set held-out``, which prints only the
-# summary for them). Eighteen recall, six never said, six updates, as SESSION_35_PAIRS.
+# summary for them). Eighteen recall, six never said, six updates, as SESSION_36_PAIRS.
+SESSION_37_PAIRS = [
+    (
+        "My accordion was built in Castelfidardo.",
+        "What town produced my accordion?",
+        "Castelfidardo",
+    ),
+    ("Our cellar compartment is number 38.", "Which cellar compartment belongs to us?", "38"),
+    (
+        "In March I'm enrolled on a mosaic workshop in Ravenna.",
+        "Where will I be studying mosaics?",
+        "Ravenna",
+    ),
+    (
+        "My youngest grandson is named Alistair.",
+        "Remind me what my youngest grandson is called.",
+        "Alistair",
+    ),
+    (
+        "The gutter cleaner comes on Saturday.",
+        "On what day are the gutters getting cleaned?",
+        "Saturday",
+    ),
+    ("Baklava is my favourite pastry.", "What pastry do I like best?", "baklava"),
+    ("Every Thursday I play water polo.", "Which sport keeps me busy on Thursdays?", "water polo"),
+    (
+        "Our family rents a lodge near Hallstatt every June.",
+        "Where is the June lodge?",
+        "Hallstatt",
+    ),
+    (
+        "My sister-in-law works as a pharmacist.",
+        "What is my sister-in-law's profession?",
+        "pharmacist",
+    ),
+    (
+        "The key safe by the front door opens with 8035.",
+        "What number unlocks the key safe?",
+        "8035",
+    ),
+    ("My physiotherapist is Mr. Castellanos.", "Who helps me with physio?", "Castellanos"),
+    ("I ferment my own kimchi.", "What do I ferment at home?", "kimchi"),
+    (
+        "My great-grandfather was a blacksmith.",
+        "What trade did my great-grandfather follow?",
+        "blacksmith",
+    ),
+    ("A rowan tree grows beside our gate.", "Which tree stands by our gate?", "rowan"),
+    (
+        "I'm the banjo player in a bluegrass group.",
+        "What's my instrument in the bluegrass group?",
+        "banjo",
+    ),
+    ("My cycling helmet is turquoise.", "What colour is my bike helmet?", "turquoise"),
+    (
+        "The family upstairs has a cockatoo named Pickle.",
+        "What do the upstairs neighbours call their cockatoo?",
+        "Pickle",
+    ),
+    ("I trained as a vet in Utrecht.", "Where did I do my veterinary training?", "Utrecht"),
+    # Never said: "I don't know" is the right answer.
+    ("My uncle drives a taxi.", "What is my aunt's line of work?", None),
+    ("I keep canaries in the conservatory.", "What breed is my dog?", None),
+    ("My stepbrother lives in Tallinn.", "What car does my stepbrother drive?", None),
+    ("I go climbing on Wednesdays.", "Which gym do I climb at?", None),
+    ("Our attic has a skylight.", "What colour is our garden shed?", None),
+    ("I spent Easter in Krakow.", "Which castle did I tour in Prague?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        ("Our pub quiz is held at the Plough.", "The pub quiz switched to the Fox and Hounds."),
+        "Where is the pub quiz now?",
+        "Fox",
+    ),
+    (
+        (
+            "My season-ticket seat is number 112.",
+            "The club moved my season-ticket seat to number 260.",
+        ),
+        "Which seat is my season ticket?",
+        "260",
+    ),
+    (
+        (
+            "My driving instructor is Mr. Olsen.",
+            "Mr. Olsen retired; my driving instructor is Ms. Adebayo now.",
+        ),
+        "Who teaches me to drive?",
+        "Adebayo",
+    ),
+    (
+        ("We meant to carpet the stairs in beige.", "We finally carpeted the stairs in burgundy."),
+        "What colour is the stair carpet?",
+        "burgundy",
+    ),
+    (
+        (
+            "My dad's retirement party is in March.",
+            "My dad's retirement party was moved to November.",
+        ),
+        "When is dad's retirement party?",
+        "November",
+    ),
+    (
+        ("Our rowing club's boat is named Heron.", "The rowing club renamed its boat Kestrel."),
+        "What is the rowing club's boat called?",
+        "Kestrel",
+    ),
+]
+
+# Written 2026-11-27 (session 36) in new words; held out until session 37, which reads their
+# per-pair lines to tune the reply checks, so they are tuning pairs now (``--pair-set
+# session-36``). Eighteen recall, six never said, six updates, as SESSION_35_PAIRS.
 SESSION_36_PAIRS = [
     ("The harp I practise on was built in Galway.", "In which town was my harp made?", "Galway"),
     ("Our storage unit is number 219.", "What number is the storage unit we rent?", "219"),
@@ -158,7 +270,7 @@ SESSION_36_PAIRS = [
     ),
 ]
 
-# Written 2026-11-27 (session 35) in new words; held out until session 36, which reads their
+# Written 2026-11-27 (session 35) in new words; held out until session 36, which read their
 # per-pair lines to tune the reply checks, so they are tuning pairs now (``--pair-set
 # session-35``). Eighteen recall, six never said, six updates, as SESSION_34_PAIRS.
 SESSION_35_PAIRS = [
