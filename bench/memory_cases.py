@@ -1319,14 +1319,100 @@ FRESH_36 = [
          "Where was my granddad born?", ("trieste",)),
 ]  # fmt: skip
 
+# Session 37's fresh half, written before any change of that session: other facts, other
+# relations and other wording than every case above, weighted to updates (some changed with
+# a word saying so in many phrasings, "emigrated", "upped sticks", "switched", "upgraded",
+# "dropped", "replaced", "shut its doors", "overtaken", "took a desk job", some only
+# restated with the new value, one whose update shares no word with its question). Nothing
+# is tuned on it; only its summary lines are read. From session 37 on, fresh36 is tuning
+# material.
+FRESH_37 = [
+    Case("updates", _user("My harp teacher is Mrs Gaskell.",
+                          "Mrs Gaskell emigrated to Canada, so Hugo Saarinen teaches me the harp now."),
+         "Who gives me my harp lessons?", ("saarinen", "hugo")),
+    Case("updates", _user("Our beach hut at Southwold is number 23.",
+                          "The council moved us to beach hut 61 at the far end of the promenade."),
+         "Which beach hut number is ours?", ("61",)),
+    Case("updates", _user("My son's trampolining session starts at 5:15.",
+                          "My son's trampolining session starts at 6:20 this term."),
+         "What time is my son's trampolining?", ("6:20",)),
+    Case("updates", _user("We bank with Nationwide.", "We switched our joint account to the Cumberland Building Society."),
+         "Which bank are we with?", ("cumberland",)),
+    Case("updates", _user("My sister Leontyne lives in Dundee.",
+                          "Leontyne upped sticks to Cheltenham for a job at the racecourse."),
+         "Which town does my sister Leontyne live in?", ("cheltenham",)),
+    Case("updates", _user("My phone plan gives me 10 gigabytes of data a month.",
+                          "I upgraded my phone plan to unlimited data."),
+         "How much mobile data do I get?", ("unlimited",)),
+    Case("updates", _user("I'm learning Portuguese on Duolingo.",
+                          "I dropped Portuguese and I'm studying Welsh with a tutor."),
+         "Which language am I learning?", ("welsh",)),
+    Case("updates", _user("My desk at the office is on the third floor.",
+                          "They moved our whole team down to the ground floor."),
+         "Which floor do I sit on at work?", ("ground",)),
+    Case("updates", _user("Our walking group meets at the Quayside car park.",
+                          "Our walking group meets outside the Magnolia tea rooms."),
+         "Where does the walking group gather?", ("magnolia",)),
+    Case("updates", _user("My running shoes are Asics.", "I replaced my worn-out Asics with a pair of Hokas."),
+         "What brand are my running shoes?", ("hoka",)),
+    Case("updates", _user("Our cats are registered at Oakridge Vets.",
+                          "Oakridge shut its doors, so the cats are seen at Willowbank now."),
+         "Which vet do our cats go to?", ("willowbank",)),
+    Case("updates", _user("I take the number 14 bus to the lido.", "I've started cycling to the lido."),
+         "How do I get to the open-air pool?", ("cycl", "bike", "bicycle")),
+    Case("updates", _user("The window cleaner comes on the first Monday of the month.",
+                          "The window cleaner comes on the last Saturday of the month."),
+         "When does the window cleaner come round?", ("saturday",)),
+    Case("updates", _user("My favourite band is Elbow.", "Fontaines D.C. have overtaken Elbow as my favourite band."),
+         "Which band do I like most?", ("fontaines",)),
+    Case("updates", _user("My partner Ludmila drives a delivery van for the brewery.",
+                          "Ludmila loves the early starts at the brewery.",
+                          "Ludmila took a desk job at the printing works."),
+         "Where does Ludmila work?", ("printing",)),
+    Case("multi_session", _user("My godson is Ptolemy.", "Ptolemy plays the oboe.",
+                                "Ptolemy is in the county youth orchestra."),
+         "Which instrument does my godchild play, and in what ensemble?", ("oboe", "orchestra")),
+    Case("multi_session", _user("My accountant is Perpetua.", "Perpetua's office is above the Quayside chemist.",
+                                "Perpetua files my tax return every January."),
+         "Where is the office of the woman who does my taxes, and in which month does she file?",
+         ("chemist", "january")),
+    Case("multi_session", _user("Our neighbour Radomir restores old motorbikes.",
+                                "Radomir sells them at the Newark autojumble.",
+                                "Radomir's workshop is in a railway arch."),
+         "What does the man next door fix up, and where is his workshop?", ("motorbike", "arch")),
+    Case("abstention", _user("My cousin Evander is a shepherd in the Brecon Beacons."),
+         "How many sheep does Evander have?", ABSTAIN),
+    Case("abstention", _user("The kitchen tiles are terracotta."),
+         "What colour is the bathroom ceiling?", ABSTAIN),
+    Case("abstention", _user("I gave my old rowing machine to the charity shop."),
+         "Which company delivered my new wardrobe?", ABSTAIN),
+    Case("assistant", _said("Give me a word that rhymes with orange.", "Try 'door hinge', a near rhyme."),
+         "What near rhyme did you suggest for orange?", ("door hinge",),
+         ("Try 'door hinge', a near rhyme.",)),
+    Case("assistant", _said("How long should I steep green tea?", "Two minutes at 80 degrees is plenty."),
+         "For how many minutes did you tell me to brew the green tea?", ("two", "2"),
+         ("Two minutes at 80 degrees is plenty.",)),
+    Case("assistant", _said("Reserve a meeting room for Tuesday.",
+                            "Reserved the Juniper room from 2 to 3 on Tuesday, booking JR-7710."),
+         "What's the booking number for the room you reserved?", ("jr-7710",),
+         ("Reserved the Juniper room from 2 to 3 on Tuesday, booking JR-7710.",)),
+    Case("extraction", _user("The key to the loft hatch is in the fruit bowl."),
+         "Where do I find the key for the loft?", ("fruit bowl",)),
+    Case("extraction", _user("My national insurance number ends in 47C."),
+         "What are the last characters of my NI number?", ("47c",)),
+    Case("extraction", _user("Our dog Tilly's birthday is on the 21st of June."),
+         "When is Tilly's birthday?", ("21",)),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
-# shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32 and
-# fresh35 are tuning material (their failures were read); the tuning half proper is
+# shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32, fresh35
+# and fresh36 are tuning material (their failures were read); the tuning half proper is
 # ``TUNING``. fresh33 and fresh34 are held out too: run them with
 # ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
-          "fresh34": FRESH_34, "fresh35": FRESH_35, "fresh36": FRESH_36}  # fmt: skip
-FRESH = "fresh36"
+          "fresh34": FRESH_34, "fresh35": FRESH_35, "fresh36": FRESH_36,
+          "fresh37": FRESH_37}  # fmt: skip
+FRESH = "fresh37"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
