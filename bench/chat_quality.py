@@ -619,6 +619,32 @@ def embedded(port: int, model: embedded_runtime.PackagedModel) -> Iterator[str]:
         yield started
 
 
+@contextlib.contextmanager
+def embedded_service(
+    args: argparse.Namespace, model: embedded_runtime.PackagedModel, *setup: str
+) -> Iterator[Service]:
+    """The service of ``args.tree`` (gunicorn and one worker, a fresh SQLite database) in
+    front of the embedded runtime on ``args.port`` serving ``model``, its default profile
+    in ``args.prompt_style``, each of ``setup`` run in its shell, and a key for it."""
+    with embedded(args.port, model) as runtime_url, sqlite_database() as db_url:
+        env = service_env(
+            db_url,
+            runtime_url=runtime_url,
+            tree=args.tree.resolve(),
+            MODEL_RUNTIME_API="openai",
+            AGENT_MODEL=model.alias,
+            Q_WORKERS=1,
+            RUNTIME_READ_TIMEOUT=240,
+        )
+        manage(env, "migrate", "--noinput")
+        set_prompt_style(env, args.prompt_style)
+        for code in setup:
+            manage(env, "shell", "-c", code)
+        key = create_api_key(env, name="bench", scopes="model,agent")
+        with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
+            yield Service(server.url, key)
+
+
 def share(count: int, total: int) -> str:
     return f"{count}/{total} = {count / total:.2f}" if total else "n/a"
 
@@ -755,44 +781,28 @@ def main(argv: list[str] | None = None) -> int:
             f"install it with {embedded_runtime.INSTALL_HINT}"
         )
         return 0
-    tree = args.tree.resolve()
     started = time.monotonic()
-    with embedded(args.port, model) as runtime_url, sqlite_database() as db_url:
-        env = service_env(
-            db_url,
-            runtime_url=runtime_url,
-            tree=tree,
-            MODEL_RUNTIME_API="openai",
-            AGENT_MODEL=model.alias,
-            Q_WORKERS=1,
-            RUNTIME_READ_TIMEOUT=240,
+    with embedded_service(args, model, BENCH_PROFILE) as service:
+        if args.part == "newcomer":
+            return run_newcomer(service, args, started)
+        held_out = args.pair_set in SUMMARY_ONLY
+        pairs = PAIR_SETS[args.pair_set][args.skip_pairs :][: args.pairs]
+        print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
+        figures = run_pairs(
+            service,
+            pairs,
+            started + args.max_seconds,
+            args.show_misses and not held_out,
+            args.only,
+            args.show_borrowed and not held_out,
+            quiet=held_out,
         )
-        manage(env, "migrate", "--noinput")
-        set_prompt_style(env, args.prompt_style)
-        manage(env, "shell", "-c", BENCH_PROFILE)
-        key = create_api_key(env, name="bench", scopes="model,agent")
-        with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
-            service = Service(server.url, key)
-            if args.part == "newcomer":
-                return run_newcomer(service, args, started)
-            held_out = args.pair_set in SUMMARY_ONLY
-            pairs = PAIR_SETS[args.pair_set][args.skip_pairs :][: args.pairs]
-            print(f"facts ({len(pairs)} {args.pair_set} pairs):", flush=True)
-            figures = run_pairs(
-                service,
-                pairs,
-                started + args.max_seconds,
-                args.show_misses and not held_out,
-                args.only,
-                args.show_borrowed and not held_out,
-                quiet=held_out,
-            )
-            tasks = ARITHMETIC[: args.arithmetic]
-            print(f"arithmetic ({len(tasks)} tasks):", flush=True)
-            exact, arith_invented = run_arithmetic(service, tasks)
+        tasks = ARITHMETIC[: args.arithmetic]
+        print(f"arithmetic ({len(tasks)} tasks):", flush=True)
+        exact, arith_invented = run_arithmetic(service, tasks)
     report(
         f"{model.alias}, {args.prompt_style} prompts",
-        tree,
+        args.tree.resolve(),
         figures,
         exact,
         arith_invented,

@@ -38,17 +38,7 @@ sys.path.insert(0, str(PROJECT_DIR))
 from bench.chat_quality import (  # noqa: E402
     Service,
     add_model_arguments,
-    embedded,
-    qcluster,
-    set_prompt_style,
-)
-from bench.common import (  # noqa: E402
-    ServerConfig,
-    create_api_key,
-    gunicorn,
-    manage,
-    service_env,
-    sqlite_database,
+    embedded_service,
 )
 from bench.held_out import ARITHMETIC, WRITING  # noqa: E402
 from scripts import embedded_runtime  # noqa: E402
@@ -314,31 +304,16 @@ def main(argv: list[str] | None = None) -> int:
         else EARLIER_ARITHMETIC + TUNING_ARITHMETIC + SESSION_30_ARITHMETIC + SESSION_33_ARITHMETIC
     )
     texts = WRITING if held_out else EARLIER_WRITING + TUNING_WRITING + SESSION_30_WRITING
-    tree = args.tree.resolve()
     started = time.monotonic()
-    with embedded(args.port, model) as runtime_url, sqlite_database() as db_url:
-        env = service_env(
-            db_url,
-            runtime_url=runtime_url,
-            tree=tree,
-            MODEL_RUNTIME_API="openai",
-            AGENT_MODEL=model.alias,
-            Q_WORKERS=1,
-            RUNTIME_READ_TIMEOUT=240,
-        )
-        manage(env, "migrate", "--noinput")
-        set_prompt_style(env, args.prompt_style)
-        key = create_api_key(env, name="bench", scopes="model,agent")
-        with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
-            service = Service(server.url, key)
-            found: dict[str, dict[str, int]] = {}
-            if args.only != "writing":
-                print(f"arithmetic ({len(sums)} {args.set} tasks):", flush=True)
-                found["arithmetic"] = arithmetic(service, sums)
-            if args.only != "arithmetic":
-                print(f"writing ({len(texts)} {args.set} tasks):", flush=True)
-                found["writing"] = writing(service, texts)
-    print(f"model: {model.alias}, {args.prompt_style} prompts, tree: {tree}")
+    with embedded_service(args, model) as service:
+        found: dict[str, dict[str, int]] = {}
+        if args.only != "writing":
+            print(f"arithmetic ({len(sums)} {args.set} tasks):", flush=True)
+            found["arithmetic"] = arithmetic(service, sums)
+        if args.only != "arithmetic":
+            print(f"writing ({len(texts)} {args.set} tasks):", flush=True)
+            found["writing"] = writing(service, texts)
+    print(f"model: {model.alias}, {args.prompt_style} prompts, tree: {args.tree.resolve()}")
     if "arithmetic" in found:
         a = found["arithmetic"]
         print(
