@@ -95,7 +95,7 @@ from conversations.asking import (
     without_kind,
 )
 from conversations.context import Context, Item
-from conversations.outdated import changed_own, outdated
+from conversations.outdated import changed_own, changes_of, outdated
 from conversations.persona import introduced_names, speaks_as_someone
 from conversations.told import (
     asked_subject,
@@ -210,7 +210,7 @@ def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
         if item.seq in similar or shares or changed or gives_name:
             seen.add(item.seq)
             found.append(item)
-    return found
+    return found + changes_of(found, context, asked)
 
 
 def _ungrounded(reply: str, context: Context, about: list[Item]) -> Borrowed | None:

@@ -41,7 +41,7 @@ CHANGED = re.compile(
 )
 # A message that tells a change in so many words, of anything ("... from now on").
 _TELLS_CHANGE = re.compile(
-    r"\b(?:from now on|instead|any ?more|no longer|"
+    r"\b(?:from now on|instead|any ?more|no longer|relocated|retired|"
     r"these days|nowadays|moved|changed|switched|replaced|renamed|reset|swapped|postponed|"
     r"pushed back|brought forward)\b",
     re.IGNORECASE,
@@ -72,6 +72,25 @@ def _newer_words(item: Item, older: set[str]) -> list[str]:
     return sorted(content_words(item.content) - older) if tells_change(item.content) else []
 
 
+def changes_of(found: list[Item], context: Context, asked: set[str]) -> list[Item]:
+    """The user's messages beside ``found`` (those about a question) that tell a change
+    of a fact one of ``found`` holds: "Actually the trip moved to Rhodes instead of Crete."
+    after "We're planning a trip to Crete in July." is about "Where am I travelling in
+    July?" too, though it shares no word with it."""
+    held = set().union(*(facts(item.content) for item in found)) - asked
+    if not held:
+        return []
+    first, seen = min(item.seq for item in found), {item.seq for item in found}
+    return [
+        item
+        for item in user_items(context)
+        if item.seq > first
+        and item.seq not in seen
+        and tells_change(item.content)
+        and held & set(words(item.content))
+    ]
+
+
 def _names_old_again(last: Item, asked: set[str], own: bool) -> bool:
     """Whether the last message that holds the reply's answer may name it as the old value
     beside a new one: it says the user changed something of theirs (``own``), or it is on
@@ -85,6 +104,19 @@ def _names_old_again(last: Item, asked: set[str], own: bool) -> bool:
         return True
     on_it = any(named(word, content_words(last.content)) for word in asked)
     return on_it and bool(_REPLACES.search(last.content) or tells_change(last.content))
+
+
+def _replaced(
+    last: Item, holding: list[Item], asked: set[str], taken: set[str], kinds: set[str]
+) -> tuple[str, ...]:
+    """The facts of the reply's kind that ``last`` names beside the reply's when it tells a
+    change and an earlier message holding the reply's answer is on the question: "Actually
+    the trip moved to Rhodes instead of Crete." after "We're planning a trip to Crete in
+    July." to "Where am I travelling in July?" (which shares no word with the change)."""
+    earlier = [item for item in holding if item.seq != last.seq]
+    if not tells_change(last.content) or not any(asked & content_words(i.content) for i in earlier):
+        return ()
+    return tuple(sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds))
 
 
 def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
@@ -102,6 +134,8 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
     told = set().union(*(facts(item.content) for item in holding))
     taken = facts(reply) | (told & set(words(reply)))
     named_before, kinds = taken | facts(last.content), {fact_kind(f) for f in taken}
+    if len(holding) > 1 and (newer := _replaced(last, holding, asked, taken, kinds)):
+        return newer
     if len(holding) > 1 and _names_old_again(last, asked, own):
         # The change names the old value again ("I sold the Peugeot and bought a Mazda.").
         newer = sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds)
@@ -110,12 +144,15 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
         if newer:
             return tuple(newer)
     older = asked | content_words(reply) | content_words(last.content)
+    # A change of a name the old value's message holds is on it too ("Henrike relocated to
+    # Leipzig." after "My sister Henrike lives in Bremen."), for a fact of the reply's kind.
+    renamed = {item.seq for item in changes_of(holding, context, asked)}
     for item in users:
         on_it = asked & content_words(item.content) or (own and changed_own(item, asked))
-        if item.seq <= last.seq or not on_it:
+        if item.seq <= last.seq or not (on_it or item.seq in renamed):
             continue
         changed = sorted(f for f in facts(item.content) - named_before if fact_kind(f) in kinds)
-        changed = changed or _newer_words(item, older)
+        changed = changed or (_newer_words(item, older) if on_it else [])
         if changed:
             return tuple(changed)
     return ()

@@ -36,7 +36,8 @@ COLOURS = word_set(
     "red orange yellow green blue purple violet pink brown black white grey gray teal "
     "turquoise cyan magenta beige navy maroon olive gold silver indigo lilac crimson"
 )
-DAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
+_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
+DAYS = word_set(_WEEKDAYS) | word_set(_WEEKDAYS.replace("day", "days"))  # "on Tuesdays" too
 MONTHS = word_set(
     "january february march april may june july august september october november december"
 )

@@ -611,6 +611,37 @@ def test_a_later_message_that_tells_a_change_in_so_many_words_outdates_any_word(
     assert borrowed("At the lake.", lake, "") is None
 
 
+def test_a_change_of_the_old_value_outdates_it_though_it_shares_no_word_with_the_question():
+    trip = context(
+        "Where am I travelling in July?", "We're planning a trip to Crete in July.", "Nice.",
+        "Actually the trip moved to Rhodes instead of Crete.", "Ok.",
+    )  # fmt: skip
+    for old in ("You are going to Crete in July.", "Crete."):
+        assert borrowed(old, trip, "").words == ("rhodes",)
+    for right in ("You are going to Rhodes in July.", "Rhodes."):
+        assert borrowed(right, trip, "") is None  # grounded by the change
+    # A change told of a name the old value's message holds.
+    sister = context(
+        "Where does my sister live?", "My sister Henrike lives in Bremen.", "Nice.",
+        "Henrike relocated to Leipzig in the spring.", "Ok.",
+    )  # fmt: skip
+    assert borrowed("She lives in Bremen.", sister, "").words == ("leipzig",)
+    assert borrowed("She lives in Leipzig.", sister, "") is None
+    # Days of the week in the plural are days too.
+    club = context(
+        "Which day does the reading group meet?", "Our book club meets on Tuesdays.", "Ok.",
+        "We switched it to Thursdays instead of Tuesdays.", "Ok.",
+    )  # fmt: skip
+    assert borrowed("On Tuesdays.", club, "").words == ("thursdays",)
+    assert borrowed("On Thursdays.", club, "") is None
+    # A change of something else of the same name, with no new fact of the reply's kind.
+    brother = context(
+        "Where does my brother live?", "My brother Tomas lives in Porto.", "Nice.",
+        "Tomas moved his shop to a bigger street.", "Ok.",
+    )  # fmt: skip
+    assert borrowed("He lives in Porto.", brother, "") is None
+
+
 def test_a_thing_named_by_a_longer_word_of_the_same_root_is_the_same_thing():
     plumbing = context("Who does my plumbing?", "My plumber is Mr. Kerr.", "Nice.")
     assert borrowed("Mr. Kerr does your plumbing.", plumbing, "") is None
