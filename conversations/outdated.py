@@ -31,7 +31,7 @@ from dataclasses import replace
 from conversations.context import Context, Item
 from conversations.models import Role
 from conversations.told import asked_subject, named, user_items
-from conversations.wording import content_words, fact_kind, facts, words
+from conversations.wording import content_words, fact_kind, facts, stem, words
 
 # A message of the user's telling they changed something of theirs ("I just moved to ...").
 CHANGED = re.compile(
@@ -116,7 +116,10 @@ def _replaced(
     earlier = [item for item in holding if item.seq != last.seq]
     if not tells_change(last.content) or not any(asked & content_words(i.content) for i in earlier):
         return ()
-    return tuple(sorted(f for f in facts(last.content) - taken if fact_kind(f) in kinds))
+    old = {stem(fact) for fact in taken}  # "Tuesday." took "on Tuesdays"
+    return tuple(
+        sorted(f for f in facts(last.content) if stem(f) not in old and fact_kind(f) in kinds)
+    )
 
 
 def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
@@ -164,12 +167,17 @@ def _names_any(item: Item, newer: set[str]) -> bool:
 
 def stale_seqs(reply: str, context: Context, newer: tuple[str, ...]) -> set[int]:
     """The seqs of the messages an ``outdated`` reply took its old value from (see the
-    module): before the first message of the user's that names one of ``newer``, holding a
-    word of the reply's answer, and naming none of ``newer``; and the replies to those."""
-    found = set(newer)
-    changes = [item.seq for item in user_items(context) if _names_any(item, found)]
+    module): before the first message of the user's that names one of ``newer`` after the
+    first that holds a word of the reply's answer (an earlier one may name a word of the
+    change, "instead"), holding such a word and naming none of ``newer``; and the replies
+    to those."""
+    found, users = set(newer), user_items(context)
     answered = content_words(reply) - content_words(context.message.content)
-    if not changes or not answered:
+    held = [item.seq for item in users if answered & content_words(item.content)]
+    if not held:
+        return set()
+    changes = [item.seq for item in users if item.seq > min(held) and _names_any(item, found)]
+    if not changes:
         return set()
     first, shown = min(changes), (*context.recent, *context.retrieved)
     stale = {

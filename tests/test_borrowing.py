@@ -16,6 +16,7 @@ from conversations.borrowing import (
     told_about,
 )
 from conversations.context import Context, Item
+from conversations.outdated import stale_seqs
 from conversations.wording import numbers
 from tests.test_prompt_styles import chat, chat_profile, reply  # noqa: F401
 
@@ -632,7 +633,8 @@ def test_a_change_of_the_old_value_outdates_it_though_it_shares_no_word_with_the
         "Which day does the reading group meet?", "Our book club meets on Tuesdays.", "Ok.",
         "We switched it to Thursdays instead of Tuesdays.", "Ok.",
     )  # fmt: skip
-    assert borrowed("On Tuesdays.", club, "").words == ("thursdays",)
+    for old in ("On Tuesdays.", "Tuesday."):
+        assert borrowed(old, club, "").words == ("thursdays",)
     assert borrowed("On Thursdays.", club, "") is None
     # A change of something else of the same name, with no new fact of the reply's kind.
     brother = context(
@@ -640,6 +642,19 @@ def test_a_change_of_the_old_value_outdates_it_though_it_shares_no_word_with_the
         "Tomas moved his shop to a bigger street.", "Ok.",
     )  # fmt: skip
     assert borrowed("He lives in Porto.", brother, "") is None
+
+
+def test_the_stale_messages_are_those_of_the_old_value_not_before_an_earlier_change_word():
+    told = (
+        "We switched choir practice to Thursdays instead of Tuesdays.", "Great.",
+        "The dentist appointment is on the 4th of May.", "Lovely.",
+        "They pushed the dentist appointment back to the 9th of May instead.", "Ok.",
+    )  # fmt: skip
+    dentist = context("When do I see the dentist?", *told)
+    reply = "You see the dentist on the 4th of May."
+    found = borrowed(reply, dentist, "")
+    assert found.problem == "outdated"
+    assert stale_seqs(reply, dentist, found.words) == {3, 4}
 
 
 def test_a_thing_named_by_a_longer_word_of_the_same_root_is_the_same_thing():
