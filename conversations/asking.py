@@ -32,6 +32,9 @@ ABSTAINS = re.compile(
     re.IGNORECASE,
 )
 
+# A short reply that doubts what it was told ("I don't think so.").
+DOUBTS = re.compile(r"\b(?:do|did)(?:n'?t| not) think so\b|\bdoubt (?:it|that)\b", re.IGNORECASE)
+
 
 def is_question(message: str) -> bool:
     """Whether a message asks something: it ends in "?" or opens with a question's word."""

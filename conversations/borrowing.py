@@ -88,6 +88,7 @@ from conversations.asking import (
     ABSTAINS as _ABSTAINS,
 )
 from conversations.asking import (
+    DOUBTS,
     asks_about_the_user,
     asks_back,
     is_question,
@@ -171,11 +172,13 @@ def said(context: Context) -> set[str]:
 
 
 def abstains_unasked(reply: str, message: str) -> bool:
-    """Whether ``reply`` only says it does not know (at most ``ABSTENTION_WORDS`` words)
-    to a message that asks nothing: it opens in the first person or with a greeting."""
+    """Whether ``reply`` only says it does not know, or doubts it (at most
+    ``ABSTENTION_WORDS`` words), to a message that asks nothing: it opens in the first
+    person or with a greeting ("We moved the party to Friday." - "I don't think so.")."""
     opening = words(message)[:1]
     telling = not is_question(message) and bool((FIRST_PERSON | _GREETING) & set(opening))
-    return telling and len(words(reply)) <= ABSTENTION_WORDS and bool(_ABSTAINS.search(reply))
+    unsure = _ABSTAINS.search(reply) or DOUBTS.search(reply)
+    return telling and len(words(reply)) <= ABSTENTION_WORDS and bool(unsure)
 
 
 def asks_to_recall(context: Context) -> bool:

@@ -528,6 +528,8 @@ def test_a_reply_that_only_does_not_know_to_a_message_that_asks_nothing_abstaine
     kitten = context("I just adopted a kitten called Miso.")
     for reply_text in ("I don't know.", "I'm not sure.", "Sorry, I have no idea."):
         assert borrowed(reply_text, kitten, "").problem == "abstained"
+    for doubt in ("I don't think so.", "I didn't think so.", "Hmm, I doubt it."):
+        assert borrowed(doubt, kitten, "").problem == "abstained"
     assert borrowed("Hello! I don't know that name.", context("Hi, I'm Nadia."), "").problem == (
         "abstained"
     )
