@@ -8,6 +8,7 @@ of that is the reply, and stored it would be fed back into every later prompt.
 is empty once cleaned is treated as an empty answer.
 """
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -48,8 +49,11 @@ MARKER_TAKES_WORDS = 3
 _SENTENCE_END = re.compile("[.!?\u2026][\"'\u201d\u2019)\\]]*\\s+")
 # Where a sentence ends for the loop rule: the end of a sentence, or of a line.
 _SENTENCE_OR_LINE_END = re.compile(f"{_SENTENCE_END.pattern}|\n+")
-# A sentence of at least this many words said again is a loop (a short "Yes." may repeat).
+# A sentence, or a clause of one, of at least this many words said again is a loop (a
+# short "Yes." may repeat).
 LOOP_WORDS = 3
+# Where a clause starts inside a sentence, for the loop rule: at a comma or semicolon.
+_CLAUSE_START = re.compile(r"[,;](?=\s)")
 
 
 @dataclass
@@ -158,14 +162,29 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of the clauses of the sentence at ``start:end`` of ``text``: it is cut
+    before each comma or semicolon (a clause holds the mark that opens it)."""
+    bounds = [start, *(m.start() for m in _CLAUSE_START.finditer(text, start, end)), end]
+    return list(itertools.pairwise(bounds))
+
+
 def _cut_loop(text: str, removed: list[str]) -> str:
-    """The text up to the first sentence (of :data:`LOOP_WORDS` words or more) that says an
-    earlier one again: a model caught in a loop repeats it to the token limit."""
+    """The text up to the first sentence, or clause of a sentence, (of :data:`LOOP_WORDS`
+    words or more) that says an earlier one again: a model caught in a loop repeats it
+    to the token limit ("a source of joy, a source of hope, a source of joy, ...")."""
     seen: set[tuple[str, ...]] = set()
+    seen_clauses: set[tuple[str, ...]] = set()
     for start, end in sentences(text):
         words = words_of(text[start:end])
         if len(words) >= LOOP_WORDS and words in seen:
             removed.append("repeated")
             return text[:start].rstrip()
         seen.add(words)
+        for clause_start, clause_end in clauses(text, start, end):
+            words = words_of(text[clause_start:clause_end])
+            if len(words) >= LOOP_WORDS and words in seen_clauses:
+                removed.append("repeated")
+                return text[:clause_start].rstrip()
+            seen_clauses.add(words)
     return text

@@ -44,6 +44,7 @@ from agents.replies import (
     _TOOL_LINE,
     MARKER_TAKES_WORDS,
     CleanReply,
+    clauses,
     clean_lines,
     clean_reply,
     sentences,
@@ -165,8 +166,31 @@ class ReplyStream:
         if words and self._may_repeat(start + sentence, start + words[-1]):
             return start + sentence
         if len(words) > MARKER_TAKES_WORDS + _MARKER_WORDS:
-            return start + words[-1 - _MARKER_WORDS]
+            return self._before_a_repeat(start + sentence, start + limit, start + words[-1])
         return start + sentence if ends else end
+
+    def _before_a_repeat(self, begun: int, limit: int, written: int) -> int:
+        """Where a long sentence begun at ``begun``, its complete words written up to
+        ``written``, is decided: ``_MARKER_WORDS`` words before its end, or the start of
+        the clause there if it starts as an earlier clause does (it may be a loop's)."""
+        words = [m.end() for m in _WORD.finditer(self.raw, begun, limit)]
+        end = words[-1 - _MARKER_WORDS]
+        for start, clause_end in clauses(self.raw, begun, limit):
+            if start < end <= clause_end and self._clause_may_repeat(
+                start, min(clause_end, written)
+            ):
+                return start
+        return end
+
+    def _clause_may_repeat(self, begun: int, written: int) -> bool:
+        """Whether the clause begun at ``begun`` (``agents.replies.clauses``), its complete
+        words written up to ``written``, starts as an earlier clause of the raw text does."""
+        so_far = words_of(self.raw[begun:written])
+        return bool(so_far) and any(
+            words_of(self.raw[start:end])[: len(so_far)] == so_far
+            for sentence in sentences(self.raw[:begun])
+            for start, end in clauses(self.raw, *sentence)
+        )
 
     def _may_repeat(self, begun: int, written: int) -> bool:
         """Whether the sentence begun at ``begun``, its complete words written up to

@@ -45,6 +45,11 @@ PIECES = [
     " It is a symbol",
     " of the sea",
     " of the sky and the sea.",
+    "It is a source of life",
+    ", a source of joy",
+    ", a source",
+    " of joy.",
+    "; a source of hope",
 ]
 
 
@@ -133,5 +138,16 @@ def test_a_looping_reply_streams_its_first_saying_and_no_repeat():
     shown = "".join(stream.feed(word + " ") for word in raw.split(" ") if word)
     rest, final = stream.finish()
     assert final.text == "The lighthouse stands tall. It is a symbol of the power of the sea."
+    assert final.removed == ["repeated"]
+    assert (shown + rest).strip() == final.text
+
+
+def test_a_reply_looping_on_a_clause_streams_up_to_the_first_repeat():
+    raw = "Rain is a gift. It is a source of life, a source of joy, a source of hope"
+    raw += ", a source of joy, a source of hope, a source"
+    stream = ReplyStream()
+    shown = "".join(stream.feed(word + " ") for word in raw.split(" "))
+    rest, final = stream.finish()
+    assert final.text == "Rain is a gift. It is a source of life, a source of joy, a source of hope"
     assert final.removed == ["repeated"]
     assert (shown + rest).strip() == final.text
