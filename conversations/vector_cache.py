@@ -8,8 +8,9 @@ so that a turn reads from the database only what changed.
   the kept one: nothing changed. Explained by rows after the largest kept ``seq`` (the
   usual case: the turn's question and the last reply were embedded): only those rows are
   read and appended. Anything else (a message deleted, an older message embedded late by
-  the catch-up, a re-embedding): the conversation is read again. A conversation never
-  reuses a ``seq``, so equal fingerprints mean the same rows.
+  the catch-up or on the spot): the stored ``seq`` list is read from the index, the kept
+  rows no longer stored are dropped and only the rows not kept are read. A conversation
+  never reuses a ``seq``, so equal fingerprints mean the same rows.
 * **Scoring.** The cosine similarity of the query with every kept row below
   ``before_seq``: int8 rows converted to float32 a block at a time (the whole matrix as
   float32 would be four times the int8 bytes), multiplied by the inverse norms. Blocks of
@@ -30,6 +31,9 @@ from django.db import connection
 from conversations.models import MessageEmbedding
 
 BLOCK = 1024
+# At most this many rows lacking from a kept conversation are read by their seqs; more, and
+# the conversation is read again whole.
+RECONCILE_ROWS = 500
 _TABLE = MessageEmbedding._meta.db_table
 
 
@@ -85,6 +89,24 @@ class Vectors:
         self.size = end
         self.fingerprint = fingerprint
 
+    def reconciled(self, stored: np.ndarray, added: list[tuple[int, int, bytes]]) -> "Vectors":
+        """A new copy holding the kept rows whose seq is in ``stored`` (the seqs stored now)
+        and the ``added`` rows (those of ``stored`` not kept), in ``seq`` order; this one
+        stays as it is for the readers that hold it."""
+        size = self.size
+        keep = np.isin(self.seqs[:size], stored)
+        fresh = Vectors(self.dimension)
+        fresh.append(added, Fingerprint())
+        seqs = np.concatenate([self.seqs[:size][keep], fresh.seqs[: fresh.size]])
+        order = np.argsort(seqs, kind="stable")
+        fresh.seqs = seqs[order]
+        fresh.rows = np.concatenate([self.rows[:size][keep], fresh.rows[: fresh.size]])[order]
+        norms = [self.inverse_norms[:size][keep], fresh.inverse_norms[: fresh.size]]
+        fresh.inverse_norms = np.concatenate(norms)[order]
+        fresh.size = len(seqs)
+        fresh.fingerprint = Fingerprint().plus(stored.tolist())
+        return fresh
+
     def similarities(self, query: np.ndarray, before_seq: int) -> tuple[np.ndarray, np.ndarray]:
         """``(seqs, cosine similarities)`` of the rows with ``seq < before_seq``."""
         size = self.size
@@ -139,6 +161,24 @@ def _rows_after(conversation_id: str, model: str, seq: int) -> list[tuple[int, i
         return cursor.fetchall()
 
 
+def _stored_seqs(conversation_id: str, model: str) -> np.ndarray:
+    """The seqs of the conversation's rows of the model, from the index alone."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT seq FROM {_TABLE} WHERE conversation_id = %s AND model = %s ORDER BY seq",
+            [conversation_id, model],
+        )
+        return np.array([seq for (seq,) in cursor.fetchall()], dtype=np.int64)
+
+
+def _rows_at(conversation_id: str, model: str, seqs: list[int]) -> list[tuple[int, int, bytes]]:
+    """The conversation's rows of the model with these seqs."""
+    found = MessageEmbedding.objects.filter(
+        conversation_id=conversation_id, model=model, seq__in=seqs
+    )
+    return list(found.order_by("seq").values_list("seq", "dimension", "vector"))
+
+
 class VectorCache:
     """The kept conversations, most recently used last."""
 
@@ -175,7 +215,14 @@ class VectorCache:
                 if entry.fingerprint == grown:
                     self._keep(key, entry)
                     return entry
-        fresh = Vectors(dimension)  # not an append: read it all again
+        if entry is not None:  # not an append: read what the kept rows lack
+            stored = _stored_seqs(conversation_id, model)
+            lacking = np.setdiff1d(stored, entry.seqs[: entry.size]).tolist()
+            if len(lacking) <= RECONCILE_ROWS:
+                fresh = entry.reconciled(stored, _rows_at(conversation_id, model, lacking))
+                self._keep(key, fresh)
+                return fresh
+        fresh = Vectors(dimension)  # read it all
         rows = _rows_after(conversation_id, model, 0)
         fresh.append(rows, Fingerprint().plus([seq for seq, _, _ in rows]))
         self._keep(key, fresh)
