@@ -16,7 +16,11 @@ reply does not:
 
 A change that names the old value again beside the new one ("I sold the Peugeot and
 bought a Mazda."; on what is asked, "Dorota stopped working for us; our new cleaner is
-Agnieszka."), after an earlier message that holds it, marks a reply with the old one.
+Agnieszka."; or, after an earlier message that holds the old value and is on what is
+asked, in so many words: "Actually the trip moved to Rhodes instead of Crete."), after an
+earlier message that holds it, marks a reply with the old one; so does a later change of a
+name that the old value's message holds ("Henrike relocated to Leipzig." after "My sister
+Henrike lives in Bremen."), naming a fact of the reply's kind.
 
 The retry after such a reply is shown the change without what it changed
 (:func:`without_stale`): the lines before the first message that names a newer value that
