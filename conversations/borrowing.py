@@ -9,7 +9,8 @@ the prompt style, by comparing the reply with the context the model was given:
 * ``example``: the reply names a fact of the example conversation in the system prompt (a
   word of its ``User:``/``Assistant:`` lines that is not a common word) which nothing in
   the conversation says;
-* ``repeat``: the reply is the previous reply again, while the user said something else;
+* ``repeat``: the reply is the previous reply again, while the user said something else
+  (but "I don't know." again: an honest abstention borrows nothing);
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
   or role the system prompt does not ("Hi there! I'm Sarah." to "Hi there! I'm Nadia.",
   "I'm a waiter."), or a first-person sentence of it opens as one of the user's ("I work
@@ -375,7 +376,8 @@ def borrowed(
     previous = _previous_exchange(context)
     if previous is not None:
         asked, answered = previous
-        if _same(reply, answered) and not _same(context.message.content, asked):
+        again = _same(reply, answered) and not _same(context.message.content, asked)
+        if again and not _ABSTAINS.search(reply):
             return Borrowed("repeat")
     told = [item.content for item in (context.message, *user_items(context))]
     profile_text, question = _EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])

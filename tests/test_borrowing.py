@@ -125,6 +125,13 @@ def test_the_previous_reply_again_borrows_unless_the_user_asked_the_same_again()
     assert borrowed("Your cat is Tom.", same, "") is None
 
 
+def test_saying_again_that_it_does_not_know_is_no_borrowed_repeat():
+    history = ("My uncle drives a taxi.", "Noted.", "What is my aunt's job?", "I don't know.")
+    again = context("Which gym do I climb at?", *history)
+    assert borrowed("I don't know.", again, EXAMPLE) is None
+    assert borrowed("I don't know!", again, EXAMPLE) is None
+
+
 def test_a_reply_that_names_itself_speaks_as_someone_unless_the_profile_names_it():
     hello = context("Hi there! I'm Nadia, I work as a nurse.")
     found = borrowed("Hi there! I'm Sarah.", hello, EXAMPLE)
