@@ -161,17 +161,17 @@ def relevant_seqs(context: Context, scores: dict[int, float]) -> set[int] | None
     return {seq for seq, score in own.items() if score >= floor}
 
 
-def focused(turn: ChatTurn, context: Context) -> Context:
+def focused(context: Context, scores: dict[int, float]) -> Context:
     """The context of a call to a question that asks to be told something back: the
-    user's messages it asks about (those not retrieved already) shown again last before
-    it, under the earlier history's header (a small model answers from what it read
-    last), while they fit the budget."""
+    user's messages it asks about (those not retrieved already; ``scores``: by
+    :func:`closeness`) shown again last before it, under the earlier history's header (a
+    small model answers from what it read last), while they fit the budget."""
     if not asks_back(context.message.content):
         return context
     shown = {item.seq for item in context.retrieved}
     about = [
         item
-        for item in told_about(context, similar_seqs(closeness(turn, context)))
+        for item in told_about(context, similar_seqs(scores))
         if item.role == Role.USER and item.seq not in shown
     ][-FOCUS_MESSAGES:]
     extra = sum(item.cost(numbered=True) for item in about)
@@ -190,13 +190,14 @@ def instead_of_borrowed(profile: AgentProfile, message: str) -> str:
     return profile.acknowledgement_reply.strip() or ACKNOWLEDGEMENT_REPLY
 
 
-def _checked(turn: ChatTurn, context: Context, text: str, *, last: bool) -> Steps:
+def _checked(
+    turn: ChatTurn, context: Context, text: str, scores: dict[int, float], *, last: bool
+) -> Steps:
     """The reply to store: ``text``; or, when it borrows from the prompt rather than
-    answering (``conversations.borrowing``), None to ask again, or the reply given instead
-    (:func:`instead_of_borrowed`) once ``BORROWED_RETRIES`` retries are spent, on the last
-    allowed call, or at once for a kind no retry can mend (``FINAL``). A note says what
-    was borrowed."""
-    scores = closeness(turn, context)
+    answering (``conversations.borrowing``; ``scores``: by :func:`closeness`), None to ask
+    again, or the reply given instead (:func:`instead_of_borrowed`) once
+    ``BORROWED_RETRIES`` retries are spent, on the last allowed call, or at once for a kind
+    no retry can mend (``FINAL``). A note says what was borrowed."""
     found = borrowed(
         text, context, turn.profile.system_prompt, similar_seqs(scores),
         relevant=relevant_seqs(context, scores), alike=embedded_alike(),
@@ -245,8 +246,10 @@ def answer(turn: ChatTurn) -> Steps:
             if round_number == 1
             else turn.build(round_number=round_number, offer_tools=listed, why="tool")
         )
+        # Once a round: the messages shown again are the context's own, of the same scores.
+        scores = closeness(turn, context)
         if profile.is_transcript or turn.borrowed:  # a base model's first call too
-            context = focused(turn, context)
+            context = focused(context, scores)
         # The prompt leaves out what an outdated reply took; the checks still read it.
         prompt = without_stale(context, turn.stale)
         # Greedy decoding gives the same answer to the same prompt: a retry whose prompt
@@ -277,7 +280,7 @@ def answer(turn: ChatTurn) -> Steps:
             cleaned = replace(cleaned, text=voice(cleaned.text))
         if cleaned.text:
             last = round_number == max_steps
-            reply = yield from _checked(turn, context, cleaned.text, last=last)
+            reply = yield from _checked(turn, context, cleaned.text, scores, last=last)
             if reply is not None:
                 return context, reply
             retry = True
