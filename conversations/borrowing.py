@@ -10,7 +10,7 @@ the prompt style, by comparing the reply with the context the model was given:
   word of its ``User:``/``Assistant:`` lines that is not a common word) which nothing in
   the conversation says;
 * ``repeat``: the reply is the previous reply again, while the user said something else
-  (but "I don't know." again: an honest abstention borrows nothing);
+  (but "I don't know." again to a question: an honest abstention borrows nothing);
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
   or role the system prompt does not ("Hi there! I'm Sarah." to "Hi there! I'm Nadia.",
   "I'm a waiter."), or a first-person sentence of it opens as one of the user's ("I work
@@ -69,9 +69,8 @@ the prompt style, by comparing the reply with the context the model was given:
   "How old is my niece?"), a reply that names none ("It's a Skoda."), in digits or words,
   and does not say it does not know, unless a message of the user's that holds all the
   question's words names none ("What is my PIN hint?" after "My PIN hint is pumpkin.");
-  ``no_time`` likewise to one that asks when ("When is
-  the heating man visiting?"), a reply naming no time, day, month or number ("He's coming
-  to the office.");
+  ``no_time`` likewise to one that asks when ("When is the heating man visiting?"), a
+  reply naming no time, day, month or number ("He's coming to the office.");
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -377,7 +376,8 @@ def borrowed(
     if previous is not None:
         asked, answered = previous
         again = _same(reply, answered) and not _same(context.message.content, asked)
-        if again and not _ABSTAINS.search(reply):
+        honest = is_question(context.message.content) and _ABSTAINS.search(reply)
+        if again and not honest:
             return Borrowed("repeat")
     told = [item.content for item in (context.message, *user_items(context))]
     profile_text, question = _EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])

@@ -125,11 +125,14 @@ def test_the_previous_reply_again_borrows_unless_the_user_asked_the_same_again()
     assert borrowed("Your cat is Tom.", same, "") is None
 
 
-def test_saying_again_that_it_does_not_know_is_no_borrowed_repeat():
+def test_saying_again_that_it_does_not_know_to_a_question_is_no_borrowed_repeat():
     history = ("My uncle drives a taxi.", "Noted.", "What is my aunt's job?", "I don't know.")
     again = context("Which gym do I climb at?", *history)
     assert borrowed("I don't know.", again, EXAMPLE) is None
     assert borrowed("I don't know!", again, EXAMPLE) is None
+    # To a message that asks nothing, it is no answer: the previous reply again.
+    told = context("We walked by the river all day.", *history)
+    assert borrowed("I don't know.", told, EXAMPLE).problem == "repeat"
 
 
 def test_a_reply_that_names_itself_speaks_as_someone_unless_the_profile_names_it():
