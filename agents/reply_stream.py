@@ -176,27 +176,20 @@ class ReplyStream:
         words = [m.end() for m in _WORD.finditer(self.raw, begun, limit)]
         end = words[-1 - _MARKER_WORDS]
         for start, clause_end in clauses(self.raw, begun, limit):
-            if start < end <= clause_end and self._clause_may_repeat(
-                start, min(clause_end, written)
+            if start < end <= clause_end and self._may_repeat(
+                start, min(clause_end, written), clause=True
             ):
                 return start
         return end
 
-    def _clause_may_repeat(self, begun: int, written: int) -> bool:
-        """Whether the clause begun at ``begun`` (``agents.replies.clauses``), its complete
-        words written up to ``written``, starts as an earlier clause of the raw text does."""
+    def _may_repeat(self, begun: int, written: int, *, clause: bool = False) -> bool:
+        """Whether the sentence (with ``clause``, the clause: ``agents.replies.clauses``)
+        begun at ``begun``, its complete words written up to ``written``, starts as an
+        earlier one of the raw text does."""
         so_far = words_of(self.raw[begun:written])
+        earlier = sentences(self.raw[:begun])
+        if clause:
+            earlier = [span for sentence in earlier for span in clauses(self.raw, *sentence)]
         return bool(so_far) and any(
-            words_of(self.raw[start:end])[: len(so_far)] == so_far
-            for sentence in sentences(self.raw[:begun])
-            for start, end in clauses(self.raw, *sentence)
-        )
-
-    def _may_repeat(self, begun: int, written: int) -> bool:
-        """Whether the sentence begun at ``begun``, its complete words written up to
-        ``written``, starts as an earlier sentence of the raw text does."""
-        so_far = words_of(self.raw[begun:written])
-        return any(
-            words_of(self.raw[start:end])[: len(so_far)] == so_far
-            for start, end in sentences(self.raw[:begun])
+            words_of(self.raw[start:end])[: len(so_far)] == so_far for start, end in earlier
         )
