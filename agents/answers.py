@@ -15,6 +15,13 @@ NOT_OFFERED = "The answer is a tool call, but the prompt offered no tools."
 # Options of a call that asks again after an unusable (empty) answer: greedy decoding
 # would give the same answer again.
 RETRY_OPTIONS = {"temperature": 0.7}
+
+
+def retry_options(attempt: int) -> dict[str, Any]:
+    """``RETRY_OPTIONS`` seeded by the model call's number within its turn or task: each
+    retry samples differently, and the same conversation or task gets the same replies
+    again (a run can be reproduced, a bench's two runs of one tree compared)."""
+    return {**RETRY_OPTIONS, "seed": attempt}
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 

@@ -12,7 +12,7 @@
    task's numbers (``agents.word_problems``); labelled as the model's reading, unchecked.
 3. **Otherwise the model.** Each round is one model call. An answer that asks for a tool
    runs it as a step (when the prompt listed the tools) and feeds the result into the next
-   prompt; an empty or unusable answer is asked again with sampling (``RETRY_OPTIONS``,
+   prompt; an empty or unusable answer is asked again with sampling (``retry_options``,
    since greedy decoding repeats itself); after ``profile.max_steps`` model calls without
    a final answer the job fails with that reason. The final answer is cleaned of what the
    model invented around it (``agents.replies``) and labelled as the model's, not checked
@@ -31,7 +31,7 @@ import json
 from typing import Any
 
 from agents.actions import ModelCall, Note, Steps, ToolCall
-from agents.answers import NOT_OFFERED, RETRY_OPTIONS, TOOL_CALL_FORMAT, parse_answer
+from agents.answers import NOT_OFFERED, TOOL_CALL_FORMAT, parse_answer, retry_options
 from agents.arithmetic import PREVIOUS, format_value, operand, plan
 from agents.context import AgentFailure
 from agents.kinds import agent
@@ -168,9 +168,11 @@ def _call(
     calculation: dict[str, Any] | None,
     *,
     retry: bool,
+    attempt: int,
 ) -> Steps:
-    """One model call for the task in the profile's prompt style: the model's text."""
-    options: dict[str, Any] = dict(RETRY_OPTIONS) if retry else {}
+    """One model call for the task in the profile's prompt style: the model's text; a
+    ``retry`` samples, seeded by the call's number (``attempt``)."""
+    options: dict[str, Any] = retry_options(attempt) if retry else {}
     profile = job.profile
     if not profile.is_transcript:
         return (yield ModelCall(messages=task_messages(job, transcript), options=options))
@@ -208,7 +210,7 @@ def run_task(job: Job, token: str) -> Steps:
     max_steps = profile.max_steps
     retry = False
     for round_number in range(1, max_steps + 1):
-        text = yield from _call(job, transcript, calculation, retry=retry)
+        text = yield from _call(job, transcript, calculation, retry=retry, attempt=round_number)
         answer = parse_answer(text)
         if answer.kind == "final":
             final = yield from _final(profile, answer.text)

@@ -52,7 +52,7 @@ from dataclasses import replace
 from typing import Any
 
 from agents.actions import Discard, ModelCall, Note, Say, Steps
-from agents.answers import NOT_OFFERED, RETRY_OPTIONS, parse_answer
+from agents.answers import NOT_OFFERED, parse_answer, retry_options
 from agents.context import AgentFailure, JobCancelled
 from agents.kinds import agent
 from agents.models import AgentProfile, Job, JobKind
@@ -253,9 +253,9 @@ def answer(turn: ChatTurn) -> Steps:
         # The prompt leaves out what an outdated reply took; the checks still read it.
         prompt = without_stale(context, turn.stale)
         # Greedy decoding gives the same answer to the same prompt: a retry whose prompt
-        # shows the same messages as the last call's samples.
+        # shows the same messages as the last call's samples (seeded by the call's number).
         shown = [item.seq for item in (*prompt.recent, *prompt.retrieved)]
-        options = RETRY_OPTIONS if retry and shown == last_shown else None
+        options = retry_options(round_number) if retry and shown == last_shown else None
         last_shown = shown
         voice = in_assistants_voice(context)
         text = yield render.model_call(

@@ -74,6 +74,10 @@ def temperatures(runtime) -> list[float]:
     return found
 
 
+def seed(request) -> int | None:
+    return (request.body.get("options") or {}).get("seed", request.body.get("seed"))
+
+
 def styled(style: str) -> str:
     """The profile of a style whose system prompt carries an example conversation."""
     if style == "transcript":
@@ -185,6 +189,9 @@ def test_a_reply_that_keeps_speaking_as_someone_becomes_the_acknowledgement(chat
     assert reply(job) == "Thanks for telling me."
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["persona"] * 3
     assert temperatures(runtime) == [0, 0.7, 0.7]
+    # Each retry samples with a seed of its own, the call's number: the same conversation
+    # gets the same replies again.
+    assert [seed(request) for request in runtime.generate_requests()] == [None, 2, 3]
     AgentProfile.objects.filter(name=profile).update(acknowledgement_reply="Noted, Nadia.")
     assert reply(chat("I had a long shift today.", profile=profile)) == "Noted, Nadia."
     # A question still gets the unknown_reply.

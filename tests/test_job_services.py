@@ -400,6 +400,7 @@ def test_junk_answers_fail_the_job_after_max_steps_without_a_crash_loop(
     first, *others = runtime.generate_requests()
     assert all(r.body["prompt"] == first.body["prompt"] for r in others)
     assert {r.body["options"]["temperature"] for r in others} == {0.7}
+    assert [r.body["options"]["seed"] for r in others] == list(range(2, max_steps + 1))
     # Over is over: neither a second delivery nor the reaper starts it again.
     assert tasks.run_job(job.pk) == "not claimed"
     assert recovery.job_reap(now=timezone.now() + timedelta(days=1))["requeued"] == 0
