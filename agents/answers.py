@@ -22,6 +22,8 @@ def retry_options(attempt: int) -> dict[str, Any]:
     retry samples differently, and the same conversation or task gets the same replies
     again (a run can be reproduced, a bench's two runs of one tree compared)."""
     return {**RETRY_OPTIONS, "seed": attempt}
+
+
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
