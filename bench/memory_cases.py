@@ -1404,15 +1404,99 @@ FRESH_37 = [
          "When is Tilly's birthday?", ("21",)),
 ]  # fmt: skip
 
+# Session 38's fresh half, written before any change of that session: other facts, other
+# relations and other wording than every case above, weighted to updates (some changed with
+# a word saying so in many phrasings, "moved practices", "reassigned", "ditched", "has
+# settled in", "put ... up to", "gave up ... took up", "died, so", "rescheduled", "now", some
+# only restated with the new value, one whose update shares no word with its question).
+# Nothing is tuned on it; only its summary lines are read. From session 38 on, fresh37 is
+# tuning material.
+FRESH_38 = [
+    Case("updates", _user("My chiropractor is Dr. Pennington.",
+                          "Dr. Pennington moved practices, so Anouk Verhoeven sees to my spine now."),
+         "Who treats my back?", ("verhoeven", "anouk")),
+    Case("updates", _user("Our narrowboat's mooring is berth 9.",
+                          "The harbourmaster reassigned our boat to berth 34 by the footbridge."),
+         "Which berth is our boat moored at?", ("34",)),
+    Case("updates", _user("Bell-ringing practice starts at 7:30.", "Bell-ringing practice starts at 8:15."),
+         "What time does bell-ringing begin?", ("8:15",)),
+    Case("updates", _user("Our broadband is with Plusnet.", "We ditched Plusnet for Hyperoptic."),
+         "Who provides our internet connection?", ("hyperoptic",)),
+    Case("updates", _user("My brother Lysander lives in Swansea.",
+                          "Lysander has settled in Falmouth since the wedding."),
+         "Where does my brother Lysander live?", ("falmouth",)),
+    Case("updates", _user("My padel club membership costs 29 a month.",
+                          "The padel club put my membership up to 34 a month."),
+         "How much is my padel membership each month?", ("34",)),
+    Case("updates", _user("I play the trombone in a brass band.",
+                          "I gave up the trombone and took up the euphonium."),
+         "Which instrument do I play?", ("euphonium",)),
+    Case("updates", _user("Our bridge club meets in the church hall.",
+                          "Our bridge club meets in Ferdinand's back kitchen."),
+         "Where does the bridge club get together?", ("ferdinand", "kitchen")),
+    Case("updates", _user("I drive to the railway station each morning.",
+                          "Since my knee operation, Colm from next door gives me a ride."),
+         "How do I get to the railway station?", ("colm", "ride")),
+    Case("updates", _user("My favourite author is Hilary Mantel.",
+                          "Lately Maggie O'Farrell has become my favourite author."),
+         "Which writer do I like best?", ("farrell",)),
+    Case("updates", _user("Our cleaner Bozena comes on Wednesdays.", "Bozena comes on Thursdays now."),
+         "Which day does Bozena come?", ("thursday",)),
+    Case("updates", _user("My laptop is a Dell XPS.", "The Dell died, so I'm on a Framework laptop now."),
+         "What laptop do I use?", ("framework",)),
+    Case("updates", _user("My daughter's best friend is Perdita.", "Perdita sleeps over most Fridays.",
+                          "My daughter's best friend these days is Yasmin."),
+         "Who is my daughter's best friend?", ("yasmin",)),
+    Case("updates", _user("The carpet fitter is booked for the 3rd of March.",
+                          "The carpet fitter moved us to the 11th of March."),
+         "When is the new carpet going in?", ("11",)),
+    Case("updates", _user("We do our weekly shop at Waitrose.",
+                          "We get our groceries from Aldi on Kiln Street now."),
+         "Where do we do our food shopping?", ("aldi", "kiln")),
+    Case("multi_session", _user("My stepfather is Leofric.", "Leofric breeds racing pigeons.",
+                                "Leofric's pigeon loft is behind his cottage near Ledbury."),
+         "What does my mum's husband breed, and near which town?", ("pigeon", "ledbury")),
+    Case("multi_session", _user("My osteopath is Cordelia.", "Cordelia practises in Harrogate.",
+                                "Cordelia charges 50 pounds an hour."),
+         "In which town does the woman who treats my joints work, and what is her hourly rate?",
+         ("harrogate", "50")),
+    Case("multi_session", _user("The student in our spare room is Anatol.",
+                                "Anatol works nights at the sorting office.", "Anatol comes from Graz."),
+         "Where does the young man renting our spare room work, and where is he from?",
+         ("sorting office", "graz")),
+    Case("abstention", _user("My aunt Rosamund teaches pilates in Bath."),
+         "What is aunt Rosamund's email address?", ABSTAIN),
+    Case("abstention", _user("The summerhouse is painted sage green."),
+         "What colour is the back gate?", ABSTAIN),
+    Case("abstention", _user("I returned the faulty food processor to Currys."),
+         "Where did I buy my new hairdryer?", ABSTAIN),
+    Case("assistant", _said("Suggest a name for my new cactus.", "Call it Fernando."),
+         "What name did you come up with for my spiky plant?", ("fernando",),
+         ("Call it Fernando.",)),
+    Case("assistant", _said("How many millilitres are in a teaspoon?", "A teaspoon holds 5 millilitres."),
+         "How much liquid did you say fits in a teaspoon?", ("5",),
+         ("A teaspoon holds 5 millilitres.",)),
+    Case("assistant", _said("Book me a cab to the coach station for Sunday.",
+                            "Booked a Streamline cab for 5:10 a.m. on Sunday, confirmation SC-3094."),
+         "What's the confirmation code for the car you ordered?", ("sc-3094",),
+         ("Booked a Streamline cab for 5:10 a.m. on Sunday, confirmation SC-3094.",)),
+    Case("extraction", _user("The water shut-off valve is under the sink behind the bleach."),
+         "Where do I turn off the mains water?", ("sink", "bleach")),
+    Case("extraction", _user("My railcard expires in August 2031."),
+         "When does my railcard run out?", ("2031",)),
+    Case("extraction", _user("Our tandem's frame number ends in 4471."),
+         "What are the last digits of the tandem's frame number?", ("4471",)),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
-# shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32, fresh35
-# and fresh36 are tuning material (their failures were read); the tuning half proper is
+# shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32, fresh35,
+# fresh36 and fresh37 are tuning material (their failures were read); the tuning half proper is
 # ``TUNING``. fresh33 and fresh34 are held out too: run them with
 # ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
           "fresh34": FRESH_34, "fresh35": FRESH_35, "fresh36": FRESH_36,
-          "fresh37": FRESH_37}  # fmt: skip
-FRESH = "fresh37"
+          "fresh37": FRESH_37, "fresh38": FRESH_38}  # fmt: skip
+FRESH = "fresh38"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
