@@ -82,6 +82,7 @@ from bench.held_out import (  # noqa: E402
     SESSION_35_PAIRS,
     SESSION_36_PAIRS,
     SESSION_37_PAIRS,
+    SESSION_38_PAIRS,
 )
 from scripts import embedded_runtime  # noqa: E402
 
@@ -122,8 +123,8 @@ EARLIER_PAIRS = [
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
 # Pairs for trying prompt shapes on (``--pair-set tuning``, with ``EARLIER_PAIRS``): the
-# figures of a change are the held-out ``bench.held_out.SESSION_37_PAIRS``, which nothing
-# was tuned on (session 36's, 35's and 34's pairs are tuning pairs from session 37 on).
+# figures of a change are the held-out ``bench.held_out.SESSION_38_PAIRS``, which nothing
+# was tuned on (session 37's, 36's, 35's and 34's pairs are tuning pairs from session 38 on).
 TUNING_PAIRS = [
     ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
     ("My favourite city is Vienna.", "What is my favourite city?", "Vienna"),
@@ -230,12 +231,14 @@ ALL_TUNING_PAIRS = (
     + SESSION_30_PAIRS
     + CHAT_PAIRS
 )
-# ``--pair-set``'s choices: the held-out pairs (session 37's, the figures; only the summary
+# ``--pair-set``'s choices: the held-out pairs (session 38's, the figures; only the summary
 # is printed for them), all the tuning pairs, or one earlier held-out set alone (tuning pairs
-# now: session 36's per-pair lines are read from session 37 on, 35's and 34's from 36 on).
+# now: session 37's per-pair lines are read from session 38 on, 36's from 37 on, 35's and
+# 34's from 36 on).
 SUMMARY_ONLY = ("held-out",)
 PAIR_SETS = {
-    "held-out": SESSION_37_PAIRS,
+    "held-out": SESSION_38_PAIRS,
+    "session-37": SESSION_37_PAIRS,
     "session-36": SESSION_36_PAIRS,
     "session-35": SESSION_35_PAIRS,
     "session-34": SESSION_34_PAIRS,
@@ -729,7 +732,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
     parser.add_argument(
-        "--pairs", type=int, default=len(SESSION_37_PAIRS), help="fact pairs to run"
+        "--pairs", type=int, default=len(SESSION_38_PAIRS), help="fact pairs to run"
     )
     parser.add_argument(
         "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
@@ -738,8 +741,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pair-set",
         choices=tuple(PAIR_SETS),
         default="held-out",
-        help="the held-out pairs (session 37's: the figures, summary only), or those prompt"
-        " shapes and checks are tried on: all, or an earlier held-out set alone (session-36,"
+        help="the held-out pairs (session 38's: the figures, summary only), or those prompt"
+        " shapes and checks are tried on: all, or an earlier held-out set alone (session-37,"
+        " session-36,"
         " session-35, session-34, session-32, session-30)",
     )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")

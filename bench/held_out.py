@@ -1,15 +1,15 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-27 (session 37) in new words (``SESSION_37_PAIRS``,
-summary only). Those of session 36, 35 and 34 (``SESSION_36_PAIRS``, ``SESSION_35_PAIRS``,
-``SESSION_34_PAIRS``) are tuning pairs from session 37 on: their per-pair lines are read to
-tune the reply checks. Those of session 32, ``CHAT_PAIRS``, are tuning pairs too. The tasks
-were written on 2026-11-26. The sets these replace were read while changes were made (a
-failure once looked at is no longer held out), so they became tuning sets:
-``bench/chat_quality.py``'s ``*_PAIRS`` and ``bench/task_quality.py``'s ``TUNING_*``.
-Nothing in the service (prompt, parser, check or threshold) is tried on the held-out cases,
-and their per-case lines are not read before a final run; once one is read to understand a
-failure, write a fresh set.
+The chat pairs were written on 2026-11-27 (session 38) in new words (``SESSION_38_PAIRS``,
+summary only). Those of session 37, 36, 35 and 34 (``SESSION_37_PAIRS``,
+``SESSION_36_PAIRS``, ``SESSION_35_PAIRS``, ``SESSION_34_PAIRS``) are tuning pairs from
+session 38 on: their per-pair lines are read to tune the reply checks. Those of session 32,
+``CHAT_PAIRS``, are tuning pairs too. The tasks were written on 2026-11-26. The sets these
+replace were read while changes were made (a failure once looked at is no longer held out),
+so they became tuning sets: ``bench/chat_quality.py``'s ``*_PAIRS`` and
+``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser, check or
+threshold) is tried on the held-out cases, and their per-case lines are not read before a
+final run; once one is read to understand a failure, write a fresh set.
 
 The chat pairs ask in other words than the fact was told ("Who looks after my teeth?"
 after "My dentist is Dr. Varga."), some without "my"; six ask about something
@@ -89,9 +89,106 @@ CHAT_PAIRS = [
     ),
 ]
 
-# Written 2026-11-27 (session 37) in new words, before the changes measured on them: the
+# Written 2026-11-27 (session 38) in new words, before the changes measured on them: the
 # held-out chat pairs (``bench/chat_quality.py --pair-set held-out``, which prints only the
-# summary for them). Eighteen recall, six never said, six updates, as SESSION_36_PAIRS.
+# summary for them). Eighteen recall, six never said, six updates, as SESSION_37_PAIRS.
+SESSION_38_PAIRS = [
+    ("Our mailbox at the post office is box 71.", "Which post office box is ours?", "71"),
+    (
+        "In May I'm doing a bookbinding course in Lucca.",
+        "Where am I learning to bind books?",
+        "Lucca",
+    ),
+    ("My great-niece is named Ottilie.", "What's my great-niece called?", "Ottilie"),
+    ("The roofer is booked for Thursday.", "Which day is the roof being mended?", "Thursday"),
+    (
+        "Pistachio is my favourite ice cream flavour.",
+        "Which gelato flavour do I prefer?",
+        "pistachio",
+    ),
+    ("Every Tuesday evening I go fencing.", "What sport fills my Tuesday evenings?", "fencing"),
+    (
+        "We spend every August in a cabin near Lillehammer.",
+        "Where is our summer cabin?",
+        "Lillehammer",
+    ),
+    ("My stepfather is a stonemason.", "What trade is my stepdad in?", "stonemason"),
+    (
+        "The safe in the study opens with 4419.",
+        "What's the combination for the study safe?",
+        "4419",
+    ),
+    ("My chiropodist is Ms. Haverford.", "Who looks after my feet?", "Haverford"),
+    ("I brew my own ginger beer.", "Which drink do I make myself?", "ginger beer"),
+    (
+        "My late aunt Rosalind was a milliner.",
+        "What did aunt Rosalind do for a living?",
+        "milliner",
+    ),
+    (
+        "A magnolia grows in our front garden.",
+        "What kind of tree is in our front garden?",
+        "magnolia",
+    ),
+    ("I play the double bass in a jazz trio.", "Which instrument do I play in the trio?", "bass"),
+    ("My thermos flask is mustard yellow.", "What colour is the flask I take tea in?", "mustard"),
+    (
+        "The couple next door keep an alpaca called Dumpling.",
+        "What's the neighbours' alpaca named?",
+        "Dumpling",
+    ),
+    ("I did my law degree in Coimbra.", "In which university town did I read law?", "Coimbra"),
+    (
+        "Bertrand tunes my harpsichord twice a year.",
+        "Who looks after the harpsichord's tuning?",
+        "Bertrand",
+    ),
+    # Never said: "I don't know" is the right answer.
+    ("My stepsister sells houses.", "What does my half-brother do for work?", None),
+    ("I keep koi in a pond.", "What is my cat called?", None),
+    ("My penfriend lives in Ghent.", "What is my penfriend's favourite film?", None),
+    ("I do pilates on Friday mornings.", "Which studio do I do pilates at?", None),
+    ("Our kitchen has a gas stove.", "What colour is our letterbox?", None),
+    ("I went skiing in Andorra last winter.", "Which hotel did I stay at in Austria?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        (
+            "Our quilting group meets in the church hall.",
+            "The quilting group now meets at the Rose Café instead.",
+        ),
+        "Where does the quilting group meet?",
+        "Rose",
+    ),
+    (
+        ("My storage cage at work is number 19.", "Facilities moved me to storage cage 84."),
+        "Which storage cage is mine?",
+        "84",
+    ),
+    (
+        ("My hairdresser is Mireille.", "Mireille moved away, so Tamsin cuts my hair now."),
+        "Who cuts my hair?",
+        "Tamsin",
+    ),
+    (
+        ("We planned to paint the fence green.", "In the end we painted the fence ochre."),
+        "What colour is the fence?",
+        "ochre",
+    ),
+    (
+        ("My son's graduation is in June.", "My son's graduation was moved to October."),
+        "When does my son graduate?",
+        "October",
+    ),
+    (
+        ("Our sailing dinghy is called Puffin.", "We renamed the dinghy Albatross."),
+        "What's the dinghy's name?",
+        "Albatross",
+    ),
+]
+
+# Written 2026-11-27 (session 37) in new words; held out until session 38, which reads their
+# per-pair lines to tune the reply checks, so they are tuning pairs now (``--pair-set
+# session-37``). Eighteen recall, six never said, six updates, as SESSION_36_PAIRS.
 SESSION_37_PAIRS = [
     (
         "My accordion was built in Castelfidardo.",
