@@ -70,7 +70,7 @@ def joined_similarity(hits: list[Row], query_vector: np.ndarray) -> tuple[float,
     """How similar to the question ``hits`` are read as one text, in conversation order,
     and the most similar of them alone. Raises EmbeddingUnavailable."""
     texts = [hit["content"] for hit in sorted(hits, key=lambda row: row["seq"])]
-    joined, *alone = (embeddings.embed_query(text) for text in [" ".join(texts), *texts])
+    joined, *alone = embeddings.embed_kept([" ".join(texts), *texts])
     return float(joined @ query_vector), max(float(vector @ query_vector) for vector in alone)
 
 

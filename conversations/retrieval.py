@@ -41,7 +41,7 @@ import numpy as np
 
 from conversations import entities, linked, relevance, subjects, vectors, vectors_words
 from conversations.models import Message
-from conversations.search import NO_BOUND, search_messages, terms
+from conversations.search import NO_BOUND, search_messages, search_rare, terms
 from conversations.selectors import MESSAGE_FIELDS
 from core import metrics
 from gateway import embeddings
@@ -104,9 +104,10 @@ class _Search:
     names: dict[tuple[str, int], list[Row]] = field(default_factory=dict)
 
     def by_name(self, name: str, limit: int) -> list[Row]:
-        """The messages naming ``name`` (a second search, by its words; once)."""
+        """The messages naming ``name`` (a second search, by its words; once); ``limit``
+        of them unranked when ``limit`` or more do (``search.search_rare``)."""
         if (name, limit) not in self.names:
-            self.names[(name, limit)] = search_messages(
+            self.names[(name, limit)] = search_rare(
                 conversation_id=self.conversation_id, query=name, limit=limit,
                 before_seq=self.before_seq,
             )  # fmt: skip
@@ -318,6 +319,7 @@ def _follows(conversation_id: str, seqs: np.ndarray, similarity: np.ndarray):
 
 
 @metrics.RETRIEVAL_DURATION.time()
+@vectors.one_reading()  # the conversation's vectors brought up to date once a search
 def find_messages(
     *,
     conversation_id: str,

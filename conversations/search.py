@@ -98,11 +98,9 @@ def _fts5_ready() -> bool:
         return cursor.fetchone()[0] == 2
 
 
-def _fts5(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
-    """``(seq, score)`` best first (``bm25`` is lower for a better match). The match is
-    scoped by the conversation column and bounded by message id (ids grow with seq in a
-    conversation), so the ranking reads the FTS table alone: joining each match to its
-    message cost a third of the time when thousands of messages share a word."""
+def _fts5_query(conversation_id: str, words: list[str], before: int) -> list:
+    """The match (scoped by the conversation column) and the id bound (ids grow with seq
+    in a conversation) of :func:`_fts5`."""
     match = f"conversation_id : {_quoted(conversation_id)} AND ({' OR '.join(map(_quoted, words))})"
     bound = (
         Message.objects.filter(conversation_id=conversation_id, seq__gte=before)
@@ -110,17 +108,40 @@ def _fts5(conversation_id: str, words: list[str], before: int, limit: int) -> li
         .values_list("id", flat=True)
         .first()
     )
+    return [match, NO_ID if bound is None else bound]
+
+
+def _fts5_seqs(conversation_id: str, found: list[tuple]) -> list[tuple]:
+    """``found`` (rows that open with a message id) with the id replaced by its seq."""
+    ids = [row[0] for row in found]
+    messages = Message.objects.filter(conversation_id=conversation_id, id__in=ids)
+    seqs = dict(messages.values_list("id", "seq"))
+    return [(seqs[row[0]], *row[1:]) for row in found if row[0] in seqs]
+
+
+def _fts5(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
+    """``(seq, score)`` best first (``bm25`` is lower for a better match). The ranking
+    reads the FTS table alone: joining each match to its message cost a third of the time
+    when thousands of messages share a word."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT rowid, -bm25(conversations_message_fts, 1.0, 0.0) AS score "
             "FROM conversations_message_fts WHERE conversations_message_fts MATCH %s "
             "AND rowid < %s ORDER BY score DESC, rowid DESC LIMIT %s",
-            [match, NO_ID if bound is None else bound, limit],
+            [*_fts5_query(conversation_id, words, before), limit],
         )
-        ranked = cursor.fetchall()
-    found = Message.objects.filter(conversation_id=conversation_id, id__in=[pk for pk, _ in ranked])
-    seqs = dict(found.values_list("id", "seq"))
-    return [(seqs[pk], score) for pk, score in ranked if pk in seqs]
+        return _fts5_seqs(conversation_id, cursor.fetchall())
+
+
+def _fts5_any(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
+    """``(seq,)`` of at most ``limit`` matches, unranked."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rowid FROM conversations_message_fts WHERE conversations_message_fts "
+            "MATCH %s AND rowid < %s LIMIT %s",
+            [*_fts5_query(conversation_id, words, before), limit],
+        )
+        return _fts5_seqs(conversation_id, cursor.fetchall())
 
 
 # --- PostgreSQL: tsvector and ts_rank -------------------------------------------------------
@@ -135,6 +156,22 @@ def _postgres(conversation_id: str, words: list[str], before: int, limit: int) -
             "FROM conversations_message, websearch_to_tsquery('english', %s) AS query "
             "WHERE conversation_id = %s AND search_vector @@ query AND seq < %s "
             "ORDER BY score DESC, seq DESC LIMIT %s",
+            [query, conversation_id, before, limit],
+        )
+        return cursor.fetchall()
+
+
+def _postgres_any(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
+    """``(seq,)`` of at most ``limit`` matches, unranked: no ``ts_rank`` of every match. The
+    matches are planned as the ranked search plans them (a ``LIMIT`` may make a scan of the
+    whole conversation look cheaper than the index for a word rare in it but common in
+    others), and read no further than ``limit``."""
+    query = " or ".join(_quoted(word) if " " in word else word for word in words)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH found AS MATERIALIZED (SELECT seq FROM conversations_message, "
+            "websearch_to_tsquery('english', %s) AS query WHERE conversation_id = %s "
+            "AND search_vector @@ query AND seq < %s) SELECT seq FROM found LIMIT %s",
             [query, conversation_id, before, limit],
         )
         return cursor.fetchall()
@@ -166,6 +203,8 @@ def backend() -> str:
 
 
 FINDERS = {"postgresql": _postgres, "fts5": _fts5, "plain": _plain}
+# Unranked matches (``plain`` scans no more than it ranks: it has none).
+ANY = {"postgresql": _postgres_any, "fts5": _fts5_any}
 
 
 def search_messages(
@@ -194,3 +233,25 @@ def search_messages(
         {**row, "score": round(scores[row["seq"]], 4)} for row in rows.values(*MESSAGE_FIELDS)
     ]
     return sorted(matches, key=lambda row: (row["score"], row["seq"]), reverse=True)
+
+
+def search_rare(
+    *, conversation_id: str, query: str, limit: int, before_seq: int | None = None
+) -> list[dict[str, Any]]:
+    """:func:`search_messages` for a caller to whom the matches matter only when fewer
+    than ``limit`` messages match (a name whose messages are few): when ``limit`` or more
+    do, ``limit`` of them, unranked (score None), found without ranking every match (the
+    ranking of a word thousands of messages have costs as much as the rest of a search)."""
+    words = terms(query)
+    finder = ANY.get(backend())
+    if not words or limit < 1 or finder is None:
+        return search_messages(
+            conversation_id=conversation_id, query=query, limit=limit, before_seq=before_seq
+        )
+    seqs = [seq for (seq,) in finder(conversation_id, words, before_seq or NO_BOUND, limit)]
+    if len(seqs) < limit:
+        return search_messages(
+            conversation_id=conversation_id, query=query, limit=limit, before_seq=before_seq
+        )
+    rows = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs).order_by("-seq")
+    return [{**row, "score": None} for row in rows.values(*MESSAGE_FIELDS)]

@@ -70,7 +70,7 @@ def _best_of(conversation_id: str, variants: list[str], before_seq: int | None) 
     """The message that stands out most for one of ``variants`` (by how far it is above
     that variant's background), if it clears the relevance floor."""
     found: Standing | None = None
-    queries = embeddings.embed(variants)  # one batch for all of a phrase's openings
+    queries = embeddings.embed_kept(variants)  # those not kept in one batch
     for variant, query in zip(variants, queries, strict=True):
         seqs, similarity = vectors.similarities(
             conversation_id=conversation_id, query=query, before_seq=before_seq

@@ -18,10 +18,17 @@ so that a turn reads from the database only what changed.
   larger product cost more than they save (bench/RESULTS.md, "Vectors in blocks").
 * **Size.** The most recently used conversations, up to ``EMBEDDING_CACHE_MB`` per
   process (a 100,000-message conversation of 384-d vectors takes about 39 MB).
+* **Within one search** (:func:`one_reading`): a conversation's vectors are brought up to
+  date once, the first time they are asked for, not at each of the search's several
+  similarity calls (its subject phrases, its hits' newer neighbours), and again after this
+  process stores vectors (:func:`stored`: the search embeds hits that lacked one).
 """
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +42,26 @@ BLOCK = 1024
 # the conversation is read again whole.
 RECONCILE_ROWS = 500
 _TABLE = MessageEmbedding._meta.db_table
+# The vectors brought up to date in the current :func:`one_reading`, by key.
+_read: ContextVar[dict[tuple, "Vectors"] | None] = ContextVar("vectors_read", default=None)
+
+
+@contextmanager
+def one_reading() -> Iterator[None]:
+    """Within it (a context manager or a decorator), each conversation's vectors are
+    brought up to date with the database once, until this process stores vectors."""
+    token = _read.set({})
+    try:
+        yield
+    finally:
+        _read.reset(token)
+
+
+def stored() -> None:
+    """This process stored vectors: the current :func:`one_reading` reads again."""
+    read = _read.get()
+    if read is not None:
+        read.clear()
 
 
 @dataclass(frozen=True)
@@ -196,8 +223,18 @@ class VectorCache:
                 del self._entries[key]
 
     def vectors(self, conversation_id: str, model: str, dimension: int) -> Vectors:
-        """The conversation's vectors, brought up to date with the database."""
+        """The conversation's vectors, brought up to date with the database (once in a
+        :func:`one_reading`)."""
         key = (connection.settings_dict["NAME"], conversation_id, model, dimension)
+        read = _read.get()
+        if read is None:
+            return self._up_to_date(key)
+        if key not in read:
+            read[key] = self._up_to_date(key)
+        return read[key]
+
+    def _up_to_date(self, key: tuple) -> Vectors:
+        _, conversation_id, model, dimension = key
         with self._lock:
             entry = self._entries.get(key)
         now = _fingerprint(conversation_id, model)

@@ -55,6 +55,7 @@ def _store(rows: list[tuple[int, str, int]], vectors: np.ndarray, model: str) ->
         unique_fields=["message"],
         update_fields=["model", "dimension", "vector", "created_at"],
     )
+    vector_cache.stored()
 
 
 def messages_embed(*, message_ids: Iterable[int]) -> int:
@@ -159,6 +160,10 @@ def embed_pending(
             break
         done += messages_embed(message_ids=ids)
     return done
+
+
+# Within it, a search's calls below bring a conversation's vectors up to date once.
+one_reading = vector_cache.one_reading
 
 
 def similarities(

@@ -142,14 +142,27 @@ _cache_lock = threading.Lock()
 
 def embed_query(text: str) -> np.ndarray:
     """One text's vector, through a small per-process cache. Raises EmbeddingUnavailable."""
-    key = (model_id() or "", text)
+    return embed_kept([text])[0]
+
+
+def embed_kept(texts: list[str]) -> np.ndarray:
+    """:func:`embed` through :func:`embed_query`'s cache: the texts it does not keep are
+    embedded in one call (a text's vector does not depend on its batch) and kept. Raises
+    EmbeddingUnavailable."""
+    if not texts:
+        return embed(texts)
+    model = model_id() or ""
+    found: dict[str, np.ndarray] = {}
     with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    vector = embed([text])[0]
-    remember(text, vector)
-    return vector
+        for text in texts:
+            if (model, text) in _cache:
+                _cache.move_to_end((model, text))
+                found[text] = _cache[(model, text)]
+    missing = [text for text in dict.fromkeys(texts) if text not in found]
+    for text, vector in zip(missing, embed(missing) if missing else [], strict=True):
+        remember(text, vector)
+        found[text] = vector
+    return np.vstack([found[text] for text in texts])
 
 
 def remember(text: str, vector: np.ndarray) -> None:

@@ -15,7 +15,7 @@ from agents.models import Step
 from conversations import services, vectors
 from conversations.models import Conversation, EmbeddingCatchUp, Message, MessageEmbedding
 from conversations.retrieval import find_messages
-from conversations.search import keywords
+from conversations.search import keywords, search_messages, search_rare
 from gateway import embeddings, local_embedder, routing
 from tests.runtime_server import EMBEDDING_DIMENSION, Reply
 from tests.test_chat import chat, long_conversation, owner_key, reply_of  # noqa: F401
@@ -244,6 +244,18 @@ def test_a_search_reads_only_the_vectors_stored_since_the_last_one(owner_key):  
         semantic_seqs(conversation, PARAPHRASES[3])
     [read] = [q for q in appended.captured_queries if "vector FROM" in q["sql"]]
     assert "seq > 40" in read["sql"]
+
+
+def test_a_name_that_many_messages_have_is_found_without_ranking_them(owner_key):  # noqa: F811
+    facts = {4: "Zofia plays the cello.", 9: "Zofia lives in Gdansk."}
+    conversation = long_conversation(owner_key, 30, facts)
+    rare = search_rare(conversation_id=conversation.pk, query="Zofia", limit=6)
+    assert rare == search_messages(conversation_id=conversation.pk, query="Zofia", limit=6)
+    assert [row["seq"] for row in rare] == [9, 4]
+    with CaptureQueriesContext(connection) as queries:  # six messages are about the weather
+        common = search_rare(conversation_id=conversation.pk, query="weather", limit=3)
+    assert len(common) == 3 and all("weather" in row["content"] for row in common)
+    assert not [q for q in queries.captured_queries if "rank" in q["sql"] or "bm25" in q["sql"]]
 
 
 # --- Hybrid search --------------------------------------------------------------------------

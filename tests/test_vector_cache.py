@@ -6,8 +6,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations import vector_cache, vectors
+from conversations import services, vector_cache, vectors
 from conversations.models import Message, MessageEmbedding
+from conversations.retrieval import find_messages
 from gateway import embeddings
 from tests.test_chat import long_conversation, owner_key  # noqa: F401
 
@@ -59,3 +60,25 @@ def test_kept_vectors_follow_deleted_and_late_embedded_messages_reading_only_tho
     assert not vector_reads(queries)
     # The reader that held the old copy still sees what it read.
     assert before.seqs[: before.size].tolist() == list(range(1, 31, 2))
+
+
+def fingerprints(queries) -> int:
+    return sum("sum(seq)" in q["sql"] for q in queries)
+
+
+def test_a_search_brings_the_vectors_up_to_date_once_and_again_after_it_stores_some(owner_key):  # noqa: F811
+    vector_cache.CACHE.clear()
+    facts = {4: "My sister Zofia plays the cello.", 9: "Zofia lives in Gdansk."}
+    conversation = long_conversation(owner_key, 30, facts)
+    vectors.messages_embed_at(conversation_id=conversation.pk, seqs=list(range(1, 31)))
+    with CaptureQueriesContext(connection) as queries:  # the question, its subject, the hits
+        find_messages(conversation_id=conversation.pk, query="Where does my sister live?", limit=5)
+    assert fingerprints(queries) == 1
+    Message.objects.filter(conversation=conversation, seq=30).delete()
+    with vectors.one_reading():
+        before = kept(conversation)
+        assert kept(conversation) is before
+        services.messages_import(conversation=conversation, messages=[("user", "Late.")])
+        vectors.messages_embed_at(conversation_id=conversation.pk, seqs=[31])
+        after = kept(conversation)
+    assert after.seqs[: after.size].tolist() == [*range(1, 30), 31]
