@@ -244,14 +244,12 @@ def search_rare(
     ranking of a word thousands of messages have costs as much as the rest of a search)."""
     words = terms(query)
     finder = ANY.get(backend())
-    if not words or limit < 1 or finder is None:
-        return search_messages(
-            conversation_id=conversation_id, query=query, limit=limit, before_seq=before_seq
-        )
-    seqs = [seq for (seq,) in finder(conversation_id, words, before_seq or NO_BOUND, limit)]
-    if len(seqs) < limit:
-        return search_messages(
-            conversation_id=conversation_id, query=query, limit=limit, before_seq=before_seq
-        )
-    rows = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs).order_by("-seq")
-    return [{**row, "score": None} for row in rows.values(*MESSAGE_FIELDS)]
+    if words and limit >= 1 and finder is not None:
+        found = finder(conversation_id, words, before_seq or NO_BOUND, limit)
+        if len(found) >= limit:
+            seqs = [seq for (seq,) in found]
+            rows = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs)
+            return [{**row, "score": None} for row in rows.order_by("-seq").values(*MESSAGE_FIELDS)]
+    return search_messages(
+        conversation_id=conversation_id, query=query, limit=limit, before_seq=before_seq
+    )
