@@ -598,11 +598,33 @@ AgentProfile.objects.update_or_create(name="bench-window", defaults=fields)
 """
 
 
+# A chat profile's frame lists its tools as well: the small window grows by their cost.
+CHAT_WINDOW = 1024
+
+
 def set_prompt_style(env: dict[str, str], style: str) -> None:
-    """The default profile's prompt style: ``transcript`` (a base model) or ``chat``."""
+    """The default profile's prompt style: ``transcript`` (a base model) or ``chat`` (with
+    the instructions that agents/migrations/0014 gives an instruction-tuned model)."""
     code = (
         "from agents.models import AgentProfile; "
         f"AgentProfile.objects.filter(name='default').update(prompt_style={style!r})"
+    )
+    if style == "chat":
+        code += (
+            "; import importlib"
+            "; chat = importlib.import_module("
+            "'agents.migrations.0014_default_profile_for_chat_models')"
+            "; AgentProfile.objects.filter(name='default').update("
+            "system_prompt=chat.CHAT_SYSTEM_PROMPT, task_prompt=chat.CHAT_TASK_PROMPT)"
+        )
+    manage(env, "shell", "-c", code)
+
+
+def widen_for_chat(env: dict[str, str]) -> None:
+    """The bench's small-window profile at :data:`CHAT_WINDOW` (a chat profile)."""
+    code = (
+        "from agents.models import AgentProfile; AgentProfile.objects.filter(name="
+        f"'bench-window', prompt_style='chat').update(context_window={CHAT_WINDOW})"
     )
     manage(env, "shell", "-c", code)
 
@@ -643,6 +665,8 @@ def embedded_service(
         set_prompt_style(env, args.prompt_style)
         for code in setup:
             manage(env, "shell", "-c", code)
+        if args.prompt_style == "chat":
+            widen_for_chat(env)
         key = create_api_key(env, name="bench", scopes="model,agent")
         with gunicorn(env, ServerConfig(workers=1, threads=4)) as server, qcluster(env):
             yield Service(server.url, key)

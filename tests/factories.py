@@ -31,6 +31,8 @@ def default_profile() -> AgentProfile:
         example.set_prompt(example.OLD_SYSTEM_PROMPT, example.DEFAULT_SYSTEM_PROMPT)(apps, None)
         task = importlib.import_module("agents.migrations.0007_profile_task_prompt")
         task.set_task_prompt(apps, None)
+        chat = importlib.import_module("agents.migrations.0014_default_profile_for_chat_models")
+        chat.to_chat(apps, None)
         profile = AgentProfile.objects.get(name="default")
     return profile
 

@@ -96,3 +96,39 @@ def test_the_prebuilt_server_and_the_one_built_from_source_get_the_same_settings
         "--interrupt_requests": "False",
         "--verbose": "False",
     }
+
+
+def test_a_model_in_raw_chunk_packages_is_joined_in_order_and_checked(tmp_path, monkeypatch):
+    import dataclasses
+    import hashlib
+    import importlib.machinery
+    import sys
+    import types
+
+    chunks = [b"GGUF-first-", b"second-", b"third"]
+    for index, chunk in enumerate(chunks, 1):
+        path = tmp_path / f"part{index}.bin"
+        path.write_bytes(chunk)
+        module = types.ModuleType(f"fake_part{index}")
+        module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None)
+        module.get_part_path = lambda path=path: str(path)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    qwen = embedded_runtime.MODELS["qwen2.5-coder-1.5b"]
+    assert qwen.parts[0] == qwen.module and len(qwen.parts) == 22
+    model = dataclasses.replace(
+        qwen,
+        file="joined.gguf",
+        sha256=hashlib.sha256(b"".join(chunks)).hexdigest(),
+        parts=("fake_part1", "fake_part2", "fake_part3"),
+    )
+    assert not [m for m in embedded_runtime.missing_modules(model) if m.startswith("fake")]
+    joined = embedded_runtime.ensure_model(tmp_path / "models", model)
+    assert joined == tmp_path / "models" / "joined.gguf"
+    assert joined.read_bytes() == b"GGUF-first-second-third"
+    assert [p.name for p in joined.parent.iterdir()] == ["joined.gguf"]  # no temporary left
+    joined.write_bytes(b"damaged")  # built again
+    assert embedded_runtime.ensure_model(tmp_path / "models", model).read_bytes().endswith(b"third")
+    wrong = dataclasses.replace(model, file="wrong.gguf", sha256="0" * 64)
+    with pytest.raises(ValueError, match="do not join to the sha256"):
+        embedded_runtime.ensure_model(tmp_path / "models", wrong)
+    assert sorted(p.name for p in joined.parent.iterdir()) == ["joined.gguf"]
