@@ -13,7 +13,7 @@ and the reply checks were tuned on others (``--pair-set tuning``), and a run on 
 no pair's replies, only the summary.
 
 It runs the service as ``make run`` does (gunicorn, a django-q2 cluster, a fresh SQLite
-database, the embedded llama.cpp runtime with Gemma 3 270M on port 8089, started here
+database, the embedded llama.cpp runtime with the default model on port 8089, started here
 unless one answers there already) and talks to it over HTTP only:
 
 * **Facts.** For each fact/question pair: in one conversation (the ``default`` profile)
@@ -733,9 +733,16 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompt-style",
         choices=("transcript", "chat"),
-        default="transcript",
-        help="the default profile's prompt style (chat: for an instruction-tuned model)",
+        help="the default profile's prompt style (default: the model's own, transcript for a"
+        " base model, chat for an instruction-tuned one)",
     )
+
+
+def chosen_model(args: argparse.Namespace) -> embedded_runtime.PackagedModel:
+    """The model ``--model`` names; ``args.prompt_style`` settled to its own when not given."""
+    model = embedded_runtime.MODELS[args.model]
+    args.prompt_style = args.prompt_style or ("transcript" if model.transcript_chat else "chat")
+    return model
 
 
 def run_newcomer(service: Service, args: argparse.Namespace, started: float) -> int:
@@ -801,7 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # SIGTERM ends the run like Ctrl-C: the service's processes are stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    model = embedded_runtime.MODELS[args.model]
+    model = chosen_model(args)
     missing = embedded_runtime.missing_modules(model)
     if missing:
         print(

@@ -5,7 +5,7 @@
     .venv/bin/python bench/task_quality.py --set tuning        # the tasks changes are tried on
 
 It runs the service as ``bench/chat_quality.py`` does (gunicorn, a django-q2 cluster, a
-fresh SQLite database, the embedded llama.cpp runtime with Gemma 3 270M) and starts task
+fresh SQLite database, the embedded llama.cpp runtime with the default model) and starts task
 jobs through ``POST /agent/job/start`` with the ``default`` profile, over HTTP only:
 
 * **Arithmetic** in plain words ("Add 36 and 47, then ...") and word problems ("A box
@@ -38,6 +38,7 @@ sys.path.insert(0, str(PROJECT_DIR))
 from bench.chat_quality import (  # noqa: E402
     Service,
     add_model_arguments,
+    chosen_model,
     embedded_service,
 )
 from bench.held_out import ARITHMETIC, WRITING  # noqa: E402
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     add_model_arguments(parser)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    model = embedded_runtime.MODELS[args.model]
+    model = chosen_model(args)
     missing = embedded_runtime.missing_modules(model)
     if missing:
         print(f"skipped: the embedded runtime is not installed (missing {', '.join(missing)})")

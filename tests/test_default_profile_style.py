@@ -63,3 +63,10 @@ def test_the_base_model_and_an_edited_profile_keep_their_prompts(model, edits):
     before = AgentProfile.objects.values().get(pk=profile.pk)
     CHAT.to_chat(apps, None)
     assert AgentProfile.objects.values().get(pk=profile.pk) == before
+
+
+def test_every_instruction_tuned_packaged_model_is_known_to_the_migration():
+    from scripts import embedded_runtime
+
+    chat_tuned = {m.alias for m in embedded_runtime.MODELS.values() if not m.transcript_chat}
+    assert chat_tuned == set(CHAT.CHAT_MODELS)

