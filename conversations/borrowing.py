@@ -7,8 +7,9 @@ after "My favourite colour is teal."). :func:`borrowed` finds three such replies
 the prompt style, by comparing the reply with the context the model was given:
 
 * ``example``: the reply names a fact of the example conversation in the system prompt (a
-  word of its ``User:``/``Assistant:`` lines that is not a common word) which nothing in
-  the conversation says;
+  word of its ``User:``/``Assistant:`` lines that is not a common word), or a tool of the
+  tool list ("The assistant can use the calculator ..."), which nothing in the
+  conversation says;
 * ``repeat``: the reply is the previous reply again, while the user said something else
   (but "I don't know." again to a question: an honest abstention borrows nothing);
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
@@ -96,6 +97,7 @@ from conversations.asking import (
     without_kind,
 )
 from conversations.context import Context, Item
+from conversations.frame import EXAMPLE_LINE, example_facts
 from conversations.outdated import changed_own, changes_of, outdated
 from conversations.persona import introduced_names, speaks_as_someone
 from conversations.told import (
@@ -108,7 +110,6 @@ from conversations.told import (
     user_words,
 )
 from conversations.wording import (
-    COMMON,
     FIRST_PERSON,
     asks_for_a_number,
     content_words,
@@ -118,8 +119,6 @@ from conversations.wording import (
     words,
 )
 
-# A line of an example conversation in the system prompt.
-_EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
 _GREETING = word_set("hi hello hey")
 # A question that asks for more talk on a subject, not for a fact.
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
@@ -139,7 +138,7 @@ class Borrowed:
     def describe(self) -> str:
         said = f" ({', '.join(self.words)})" if self.words else ""
         return {
-            "example": f"The reply repeats the prompt's example{said}.",
+            "example": f"The reply repeats the prompt's example or tool list{said}.",
             "repeat": "The reply repeats the previous reply.",
             "persona": f"The reply speaks as someone other than the assistant{said}.",
             "unsupported": f"The reply names what the user never said{said}.",
@@ -152,13 +151,6 @@ class Borrowed:
             "no_number": "The reply names no number, to a question that asks for one.",
             "no_time": "The reply names no time, to a question that asks when.",
         }[self.problem]
-
-
-def example_facts(system_prompt: str) -> frozenset[str]:
-    """The facts of the example conversation in a system prompt: the uncommon words of its
-    ``User:``/``Assistant:`` lines."""
-    lines = " ".join(match.group(1) for match in _EXAMPLE_LINE.finditer(system_prompt))
-    return frozenset(w for w in words(lines) if w not in COMMON and (len(w) > 2 or w.isdigit()))
 
 
 def said(context: Context) -> set[str]:
@@ -369,7 +361,7 @@ def borrowed(
     ``alike``: whether two words name the same thing (``conversations.alike``)."""
     shown = said(context)
     reply_words = set(words(reply))
-    copied = sorted((reply_words & example_facts(system_prompt)) - shown)
+    copied = sorted((reply_words & example_facts(system_prompt, context.head)) - shown)
     if copied:
         return Borrowed("example", tuple(copied))
     previous = _previous_exchange(context)
@@ -380,7 +372,7 @@ def borrowed(
         if again and not honest:
             return Borrowed("repeat")
     told = [item.content for item in (context.message, *user_items(context))]
-    profile_text, question = _EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])
+    profile_text, question = EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])
     if persona := speaks_as_someone(reply, told, profile_text, question=question):
         return Borrowed("persona", persona)
     if abstains_unasked(reply, context.message.content):

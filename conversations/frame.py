@@ -2,12 +2,16 @@
 the line on hidden history, the summary's header) and what they cost, for the context
 builder (``conversations.context``) and the renderer (``conversations.render``)."""
 
+import re
+from collections.abc import Collection
+
 from agents.answers import TOOL_CALL_FORMAT
 from agents.models import AgentProfile
 from agents.tools import enabled_tools
 from conversations.history import label_cost
 from conversations.models import Conversation, Role
 from conversations.tokens import estimate
+from conversations.wording import COMMON, words
 
 SAFETY_MARGIN = 8
 BLOCK_SEPARATOR = "\n\n"
@@ -19,6 +23,11 @@ EARLIER_HEADER = "Earlier in the conversation:"
 HISTORY_TOOLS = ("search_history", "read_history")
 # Room kept beside the longest accepted message for one tool call and its result.
 TOOL_ROUND_ROOM = 64
+TOOLS_INTRO = "The assistant can use tools."
+# A line of an example conversation in the system prompt.
+EXAMPLE_LINE = re.compile(r"^\s*(?:user|assistant|human|ai)\s*:(.*)$", re.IGNORECASE | re.M)
+# A tool's line in :func:`tools_block`: its name.
+_TOOL_LINE = re.compile(r"^- (\w+):", re.M)
 
 
 def listed_tools(profile: AgentProfile, *, history_tools: bool = True) -> list[str]:
@@ -32,9 +41,19 @@ def tools_block(profile: AgentProfile, *, history_tools: bool = True) -> str:
     if not tools:
         return ""
     return (
-        "The assistant can use tools. To use one, the assistant answers with only this JSON "
+        f"{TOOLS_INTRO} To use one, the assistant answers with only this JSON "
         f"on one line: {TOOL_CALL_FORMAT}\n" + "\n".join(tool.describe() for tool in tools)
     )
+
+
+def example_facts(system_prompt: str, head: Collection[str] = ()) -> frozenset[str]:
+    """What a reply can only have copied from the frame: the uncommon words of the system
+    prompt's example conversation (its ``User:``/``Assistant:`` lines), and the names of
+    the tools that the tool list in ``head`` (the frame's blocks) describes ("calculator")."""
+    lines = " ".join(match.group(1) for match in EXAMPLE_LINE.finditer(system_prompt))
+    found = {w for w in words(lines) if w not in COMMON and (len(w) > 2 or w.isdigit())}
+    tools = [block for block in head if block.startswith(TOOLS_INTRO)]
+    return frozenset(found | {name for block in tools for name in _TOOL_LINE.findall(block)})
 
 
 def hidden_line(hidden: int, *, tools: bool) -> str:

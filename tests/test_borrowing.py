@@ -8,6 +8,7 @@ import pytest
 
 from agents.models import AgentProfile, Step
 from conversations.borrowing import (
+    Borrowed,
     asked_subject,
     asks_about_the_user,
     asks_to_recall,
@@ -110,6 +111,28 @@ def test_the_default_profiles_example_facts_are_the_uncommon_words_of_its_exampl
         "walk",
     }
     assert example_facts("You are a helpful assistant.") == frozenset()
+
+
+def test_a_reply_that_names_a_listed_tool_the_user_never_named_copies_the_tool_list():
+    """Seen with Qwen2.5-Coder 1.5B in the chat style: "We have a tortoise named Biscuit."
+    answered with the tool list's own words."""
+    from agents.tools import enabled_tools
+    from conversations.frame import tools_block
+
+    profile = AgentProfile(tools=["search_history", "read_history", "calculator"])
+    block = tools_block(profile)
+    assert example_facts("", [block]) == {"search_history", "read_history", "calculator"}
+    assert example_facts("Tools:\n- calculator: none here") == frozenset()  # not a tool list
+    told = context("We have a tortoise named Biscuit.", "Hi!", "Hello!")
+    told.head = ["You are a helpful assistant.", block]
+    copied = "The assistant can use the calculator to evaluate arithmetic expressions exactly."
+    found = borrowed(copied, told, told.head[0])
+    assert found == Borrowed("example", ("calculator",))
+    assert "tool list (calculator)" in found.describe()
+    asked = context("Is there a calculator in your tools?", "Hi!", "Hello!")
+    asked.head = told.head
+    assert borrowed("Yes, I have a calculator.", asked, told.head[0]) is None
+    assert enabled_tools(profile.tools)  # the names above are the real tools'
 
 
 def test_a_reply_with_the_examples_facts_borrows_unless_the_user_said_them():
