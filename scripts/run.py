@@ -199,7 +199,7 @@ def curl_lines(base_url: str, key: str, key_path: Path, model: str) -> str:
     return f"""
 Demo key (kept in {key_path}): {key}
 
-# The stateless model endpoint (the embedded model is a base model: a raw prompt and a stop):
+# The stateless model endpoint (the prompt goes to the model as given, a text completion):
 curl -s {base_url}/api.php {json_type} \\
   -d '{api_body}'
 
