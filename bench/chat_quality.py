@@ -296,6 +296,8 @@ SPEAKER = re.compile(r"\n\s*[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?:[ \t]+\S")
 QUOTED = re.compile(r'^\s*(["“\'])[\s\S]*(["”\'])\s*$')
 # The facts of the default profile's example conversation (agents/migrations/0005).
 EXAMPLE_FACTS = ("friend", "tom", "bike", "shed", "sunny", "walk")
+# A word a reply can only have from a chat profile's tool list (conversations.frame).
+TOOL_WORDS = ("calculator",)
 # A reply that says it does not know rather than answering.
 ABSTAINS = re.compile(
     r"\b(?:don'?t know|do not know|not sure|no idea|(?:can'?t|cannot) (?:say|tell|remember)"
@@ -404,9 +406,10 @@ def words(text: str) -> list[str]:
 
 
 def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, int, list[str]]:
-    """Replies of one conversation that name an example fact the user never said in it,
-    and replies that are the previous reply again while the user said something else
-    (apart: those that say again that it does not know, an abstention, not a copy)."""
+    """Replies of one conversation that name an example fact (or a tool of a chat profile's
+    tool list) the user never said in it, and replies that are the previous reply again
+    while the user said something else (apart: those that say again that it does not know,
+    an abstention, not a copy)."""
     example = repeat = unknown_again = 0
     told: set[str] = set()
     asked = previous = previous_asked = None
@@ -416,7 +419,7 @@ def borrowed(messages: list[tuple[str, str]]) -> tuple[int, int, int, list[str]]
             told.update(words(text))
             asked = text
             continue
-        copied = (set(words(text)) & set(EXAMPLE_FACTS)) - told
+        copied = (set(words(text)) & {*EXAMPLE_FACTS, *TOOL_WORDS}) - told
         again = previous is not None and words(text) == words(previous)
         again = again and words(asked or "") != words(previous_asked or "")
         abstains = again and bool(ABSTAINS.search(text))

@@ -14,8 +14,9 @@ turn by turn (the ``default`` profile); every stored reply is read back and coun
   shift, its studies: "I live in ...", "my kids ...");
 * ``shape``: the reply opens with the user's first three words ("Hi there! I'm ...");
 * ``persona``: replies with any of the above (goal 0);
-* ``example`` and ``repeat``: the replies that name the default profile's example facts,
-  or say the previous reply again (``chat_quality.borrowed``; goal 0);
+* ``example`` and ``repeat``: the replies that name the default profile's example facts
+  (or a chat profile's calculator tool), or say the previous reply again
+  (``chat_quality.borrowed``; goal 0);
 * ``unknown``: replies that say "I don't know" to a turn that asked nothing.
 
 The held-out talks are ``bench.held_out.NEWCOMER_TALKS``; ``TUNING_TALKS`` below are for
@@ -170,6 +171,6 @@ def report(figures: dict) -> None:
     print(f"  replies speaking as a person (goal 0):  {share(figures['persona'])}")
     for kind in KINDS:
         print(f"    {kind:5}                                {share(figures[kind])}")
-    print(f"  replies naming the example's facts:     {share(figures['example'])}")
+    print(f"  replies naming the example's facts or a tool: {share(figures['example'])}")
     print(f"  the previous reply again:               {share(figures['repeat'])}")
     print(f"  'I don't know' to a turn that asked nothing: {share(figures['unknown'])}")
