@@ -266,6 +266,10 @@ def make_env(args: argparse.Namespace, port: int, workdir: Path) -> dict[str, st
         "PORT": str(port),
         "EMBEDDED_RUNTIME_PORT": str(embedded_runtime.free_port()),
     }
+    # --model names a packaged model: `make run` installs and serves that one.
+    for packaged in embedded_runtime.MODELS.values():
+        if packaged.alias == args.model:
+            env["EMBEDDED_MODEL"] = packaged.name
     if args.no_pip_cache:
         env["PIP_NO_CACHE_DIR"] = "1"
     elif args.cold:
@@ -369,7 +373,12 @@ def main() -> int:
     parser.add_argument("--setup-only", action="store_true", help="Only time the setup.")
     parser.add_argument("--base-url", help="Measure this running service instead.")
     parser.add_argument("--key-file", type=Path, default=PROJECT_DIR / "var" / "demo_key")
-    parser.add_argument("--model", default=embedded_runtime.MODEL_ALIAS)
+    parser.add_argument(
+        "--model",
+        default=embedded_runtime.MODEL_ALIAS,
+        help="the model to call; a packaged model's name (qwen2.5-coder:1.5b) is also the one"
+        " `make run` installs and serves",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=1800.0, help="For `make run`.")
