@@ -1,7 +1,8 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-27 (session 38) in new words (``SESSION_38_PAIRS``,
-summary only). Those of session 37, 36, 35 and 34 (``SESSION_37_PAIRS``,
+The chat pairs were written on 2026-11-27 (session 40) in new words (``SESSION_40_PAIRS``,
+summary only); session 38's (``SESSION_38_PAIRS``) were only ever read as summaries too, and
+stay held out beside them. Those of session 37, 36, 35 and 34 (``SESSION_37_PAIRS``,
 ``SESSION_36_PAIRS``, ``SESSION_35_PAIRS``, ``SESSION_34_PAIRS``) are tuning pairs from
 session 38 on: their per-pair lines are read to tune the reply checks. Those of session 32,
 ``CHAT_PAIRS``, are tuning pairs too. The tasks were written on 2026-11-26. The sets these
@@ -86,6 +87,72 @@ CHAT_PAIRS = [
         ("I work at the post office.", "I quit the post office and started at a garden centre."),
         "Where do I work?",
         "garden centre",
+    ),
+]
+
+# Written 2026-11-27 (session 40) in new words, before the changes measured on them: the
+# held-out chat pairs (``bench/chat_quality.py --pair-set held-out``, which prints only the
+# summary for them). Eighteen recall, six never said, six updates, as SESSION_38_PAIRS.
+SESSION_40_PAIRS = [
+    ("Our allotment is plot 58.", "Which plot is our allotment?", "58"),
+    (
+        "This autumn I'm learning to make cheese in Appenzell.",
+        "Where will I study cheesemaking?",
+        "Appenzell",
+    ),
+    ("My goddaughter is called Perpetua.", "What is my goddaughter's name?", "Perpetua"),
+    ("The boiler engineer comes on Tuesday.", "What day is the boiler being serviced?", "Tuesday"),
+    ("Pistachio is my favourite ice cream.", "Which ice cream flavour do I prefer?", "pistachio"),
+    ("I coach water polo on Sundays.", "What sport do I coach?", "water polo"),
+    ("Our narrowboat is moored in Stratford.", "Where is our narrowboat kept?", "Stratford"),
+    ("My cousin Felix works as a locksmith.", "What does Felix do for a living?", "locksmith"),
+    ("The bike lock code is 6280.", "How do I open my bike lock?", "6280"),
+    ("My physiotherapist is Ms. Kowalczyk.", "Who treats my bad knee?", "Kowalczyk"),
+    ("I brew my own ginger beer.", "Which drink do I brew at home?", "ginger beer"),
+    ("My grandmother was a glazier.", "What was my grandmother's trade?", "glazier"),
+    ("A walnut tree shades our patio.", "What tree gives our patio shade?", "walnut"),
+    ("I sing tenor in the cathedral choir.", "Which part do I sing in the choir?", "tenor"),
+    ("My wellington boots are yellow.", "What colour are my wellies?", "yellow"),
+    ("Our tortoise is called Humphrey.", "What's the tortoise's name?", "Humphrey"),
+    ("I learnt to ski in Bansko.", "Where did I first ski?", "Bansko"),
+    ("My train to work leaves at 7:42.", "What time is my morning train?", "7:42"),
+    # Never said: "I don't know" is the right answer.
+    ("My brother-in-law repairs clocks.", "What does my sister-in-law do?", None),
+    ("We keep three hens.", "What are our ducks called?", None),
+    ("My son studies in Aberdeen.", "What is my son's email address?", None),
+    ("I swim before breakfast.", "Which pool do I swim in?", None),
+    ("Our kitchen has a blue tiled floor.", "What colour is our bathroom?", None),
+    ("I visited Tallinn in March.", "Which hotel did I stay at in Riga?", None),
+    # A fact, then its update: the update is the answer.
+    (
+        ("The book club meets at the library.", "The book club has moved to the tea room."),
+        "Where does the book club meet?",
+        "tea room",
+    ),
+    (
+        ("My locker at the gym is 112.", "I swapped lockers at the gym, mine is 205 now."),
+        "Which gym locker is mine?",
+        "205",
+    ),
+    (
+        ("My manager is Priya.", "Priya left, and my new manager is Desmond."),
+        "Who is my manager?",
+        "Desmond",
+    ),
+    (
+        ("We planned to paint the shed green.", "We ended up painting the shed navy."),
+        "What colour is the shed?",
+        "navy",
+    ),
+    (
+        ("The school play is on Friday.", "The school play was moved to Monday."),
+        "When is the school play?",
+        "Monday",
+    ),
+    (
+        ("Our wifi network is called Nest.", "I renamed the wifi network Orchard."),
+        "What is our wifi network called?",
+        "Orchard",
     ),
 ]
 
