@@ -777,10 +777,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pair-set",
         choices=tuple(PAIR_SETS),
         default="held-out",
-        help="the held-out pairs (session 38's: the figures, summary only), or those prompt"
-        " shapes and checks are tried on: all, or an earlier held-out set alone (session-37,"
-        " session-36,"
-        " session-35, session-34, session-32, session-30)",
+        help="the held-out pairs (session 40's: the figures, summary only; session-38 too), or"
+        " those prompt shapes and checks are tried on: all, or an earlier held-out set alone"
+        " (session-37, session-36, session-35, session-34, session-32, session-30)",
     )
     parser.add_argument("--arithmetic", type=int, default=len(ARITHMETIC), help="tasks to run")
     parser.add_argument("--port", type=int, default=embedded_runtime.PORT)
