@@ -514,6 +514,9 @@ def count_answer(figures: dict, where: str, job: dict, pair: tuple) -> None:
     figures["wrong"] += wrong(reply_text(job), answer)
     figures["abstained"] += bool(ABSTAINS.search(reply_text(job)))
     figures["asked"] += 1
+    quoting = any(s["kind"] == "note" and s["name"] == "reply_quoted" for s in job.get("steps", []))
+    figures["quoting"] += quoting
+    figures["quoting_right"] += quoting and answer is not None and right(reply_text(job), answer)
 
 
 def run_pairs(
@@ -528,7 +531,7 @@ def run_pairs(
     """The pairs' figures; ``quiet`` (the held-out pairs) prints no reply of a pair."""
     figures = {"inside": 0, "outside": 0, "out_of_window": 0, "outside_in_prompt": 0}
     figures["show_borrowed"] = show_borrowed
-    figures.update(wrong=0, abstained=0, asked=0)
+    figures.update(wrong=0, abstained=0, asked=0, quoting=0, quoting_right=0)
     for kind in KINDS:
         figures.update({f"inside_{kind}": 0, f"outside_{kind}": 0, f"wrong_{kind}": 0})
         figures[f"pairs_{kind}"] = sum(kind_of(pair) == kind for pair in pairs)
@@ -712,6 +715,11 @@ def report(
         "    wrong answers that do not say they do not know:"
         f" {share(figures['wrong'], figures['asked'])}"
         f" (answers that say so: {figures['abstained']})"
+    )
+    print(
+        "  answers that say they do not know and quote the user:"
+        f" {figures['quoting']}/{figures['asked']}"
+        f" (of them holding the answer asked for: {figures['quoting_right']})"
     )
     for kind in KINDS:
         if figures[f"pairs_{kind}"]:

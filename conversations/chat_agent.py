@@ -34,6 +34,10 @@
    value's left out), else sampled; then the profile's ``unknown_reply`` ("I don't know.")
    is the reply to a question, at once when the user never named what they ask about, and
    its ``acknowledgement_reply`` ("Thanks for telling me.") to anything else. To a question
+   that asks to be told something back, an ``unknown_reply`` given so, or a reply of the
+   model's that only says it does not know, is followed by the user's sentence about what
+   they ask, quoted ("I don't know. You told me: “My favourite colour is teal.”":
+   ``conversations.quoting``), when there is one. To a question
    about the user's own things, a reply's sentences that tell their facts in their voice ("I
    work in Leeds." to "Where do I work?") are said as the assistant ("You work in Leeds.":
    ``conversations.perspective``), as the reply streams. A model call whose text is not the
@@ -68,6 +72,7 @@ from conversations.frame import EARLIER_HEADER
 from conversations.models import Message, Role
 from conversations.outdated import stale_seqs, without_stale
 from conversations.perspective import said_back
+from conversations.quoting import only_abstains, quoted, told_sentence
 from conversations.selectors import conversation_get, messages_of_job
 from conversations.told import user_items
 from core.exceptions import DomainError
@@ -81,6 +86,7 @@ UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
 ACKNOWLEDGEMENT_REPLY = "Thanks for telling me."  # a profile's acknowledgement_reply left blank
 # Why a reply step's text was not kept (its step's ``output.discarded``).
 DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
+DISCARDED_QUOTED = "quoted"  # it said it did not know: said again with the user's words
 # The messages closest in meaning to the new one, by their vectors: what it may ask about
 # (``borrowing.told_about``) when it shares no word with them.
 SIMILAR_MESSAGES = 2
@@ -181,12 +187,16 @@ def focused(context: Context, scores: dict[int, float]) -> Context:
     return replace(context, retrieved=[*context.retrieved, *about], used=context.used + extra)
 
 
-def instead_of_borrowed(profile: AgentProfile, message: str) -> str:
+def instead_of_borrowed(profile: AgentProfile, message: str, sentence: str | None = None) -> str:
     """The reply given instead of one that kept borrowing: the profile's ``unknown_reply``
-    to a question, its ``acknowledgement_reply`` to anything else ("I don't know." is no
-    answer to "Hi, I'm Nadia.")."""
+    to a question, with the user's ``sentence`` about what they ask quoted after it when
+    there is one (``conversations.quoting``); its ``acknowledgement_reply`` to anything else
+    ("I don't know." is no answer to "Hi, I'm Nadia.")."""
+    unknown = profile.unknown_reply.strip() or UNKNOWN_REPLY
+    if sentence is not None:
+        return quoted(unknown, sentence)
     if is_question(message):
-        return profile.unknown_reply.strip() or UNKNOWN_REPLY
+        return unknown
     return profile.acknowledgement_reply.strip() or ACKNOWLEDGEMENT_REPLY
 
 
@@ -203,7 +213,7 @@ def _checked(
         relevant=relevant_seqs(context, scores), alike=embedded_alike(),
     )  # fmt: skip
     if found is None:
-        return text
+        return (yield from _quoted_if_unknown(turn, context, text, scores))
     turn.borrowed += 1
     if found.problem == "outdated":
         turn.stale |= stale_seqs(text, context, found.words)
@@ -215,8 +225,32 @@ def _checked(
     yield Discard(DISCARDED_BORROWED)
     if not last and turn.borrowed <= BORROWED_RETRIES and found.problem not in FINAL:
         return None
-    instead = instead_of_borrowed(turn.profile, context.message.content)
+    sentence = None if found.problem in FINAL else (yield from _told(turn, context, scores))
+    instead = instead_of_borrowed(turn.profile, context.message.content, sentence)
     # Streamed as the reply is: its tokens are the stored reply.
+    return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
+
+
+def _told(turn: ChatTurn, context: Context, scores: dict[int, float]) -> Steps:
+    """The user's sentence to quote beside "I don't know." (``conversations.quoting``), or
+    None; a note says which."""
+    similar, relevant = similar_seqs(scores), relevant_seqs(context, scores)
+    sentence = told_sentence(context, similar, relevant, turn.stale)
+    if sentence is not None:
+        yield Note("reply_quoted", {"sentence": sentence})
+    return sentence
+
+
+def _quoted_if_unknown(
+    turn: ChatTurn, context: Context, text: str, scores: dict[int, float]
+) -> Steps:
+    """``text``; or, when it only says it does not know and the user said something about
+    what they ask, the profile's ``unknown_reply`` with it quoted (given by a note step)."""
+    sentence = (yield from _told(turn, context, scores)) if only_abstains(text) else None
+    if sentence is None:
+        return text
+    yield Discard(DISCARDED_QUOTED)
+    instead = instead_of_borrowed(turn.profile, context.message.content, sentence)
     return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 
 

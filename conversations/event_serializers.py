@@ -20,7 +20,8 @@ class ConversationStreamEventSerializer(serializers.Serializer):
         help_text="JSON. `message`: {role, content, created_at, seq}, as GET "
         "/agent/conversation/{id} shows a message; `token`: {step, text}, the next piece of the "
         "reply being written; `discard`: {step, reason}, the reply step whose text is taken "
-        "back, and why: `borrowed`, `tool_call`, `unusable` (the step's `output.discarded`), "
+        "back, and why: `borrowed`, `tool_call`, `unusable`, `quoted` (the step's "
+        "`output.discarded`), "
         "`attempt_lost` (its worker died; the job runs again), or `failed` / `cancelled` (the "
         "chat ended without a reply)."
     )

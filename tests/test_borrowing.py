@@ -500,9 +500,12 @@ def test_a_reply_that_keeps_borrowing_becomes_the_profiles_unknown_reply(chat, r
     runtime.reset()
     runtime.script = lambda prompt, body: "I like blue."
     job = chat("Which hue do I like best?", profile=profile)
-    assert reply(job) == "Sorry, I cannot say."
+    # With what the user said about it quoted (``conversations.quoting``).
+    instead = "Sorry, I cannot say. You told me: “My favourite colour is teal.”"
+    assert reply(job) == instead
     assert len(notes(job, "reply_borrowed")) == 3  # the first answer and two retries
-    assert notes(job, "reply_replaced") == [{"reply": "Sorry, I cannot say."}]
+    assert notes(job, "reply_quoted") == [{"sentence": "My favourite colour is teal."}]
+    assert notes(job, "reply_replaced") == [{"reply": instead}]
     # The colour message shown again; the retries sample (an instruction-tuned model's
     # first one is the first to show it, greedily).
     asked_again(runtime, style)
@@ -588,9 +591,33 @@ def test_not_knowing_to_a_statement_becomes_the_acknowledgement_at_once(chat, ru
     assert reply(job) == "Thanks for telling me."
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["abstained"]
     assert temperatures(runtime) == [0]  # there was nothing to know: not asked again
-    # To a question, not knowing is the honest answer.
+    # To a question, not knowing is the honest answer; what the user said closest to it
+    # is quoted (``conversations.quoting``).
     runtime.reset()
-    assert reply(chat("What is my dog called?", profile=profile)) == "I don't know."
+    assert reply(chat("What is my dog called?", profile=profile)) == (
+        "I don't know. You told me: “I just adopted a kitten called Miso.”"
+    )
+
+
+@pytest.mark.parametrize("style", ["transcript", "chat"])
+def test_not_knowing_what_the_user_told_is_said_with_their_words_quoted(chat, runtime, style):  # noqa: F811
+    profile = styled(style)
+    runtime.script = lambda prompt, body: "Nice."
+    chat("I'm the banjo player in a bluegrass group.", profile=profile)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "I'm not sure."
+    job = chat("What's my instrument in the bluegrass group?", profile=profile)
+    told = "I'm the banjo player in a bluegrass group."
+    assert reply(job) == f"I don't know. You told me: “{told}”"
+    assert notes(job, "reply_quoted") == [{"sentence": told}]
+    assert notes(job, "reply_borrowed") == []  # an honest answer: not asked again
+    assert temperatures(runtime) == [0]
+    [call] = Step.objects.filter(job=job, kind="model_call", name="reply")
+    assert call.output["discarded"] == "quoted"
+    # Nothing the user said is about it: the model's own words stay.
+    job = chat("What's my daughter's name?", profile=profile)
+    assert reply(job) == "I'm not sure."
+    assert notes(job, "reply_quoted") == []
 
 
 def test_the_unknown_reply_says_i_dont_know_by_default():

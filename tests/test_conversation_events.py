@@ -215,8 +215,9 @@ def job_stream(http: httpx.Client, base: str, job_id: str) -> list[tuple[str, di
         ((None, "It is in the garage."), "It is in the garage.", 0),
         # It borrows from the example: asked again, the second one is kept.
         ((BORROWING, "Your car is in the garage."), "Your car is in the garage.", 1),
-        # It keeps borrowing: the profile's unknown_reply is the reply.
-        ((BORROWING, BORROWING), "I don't know.", 3),
+        # It keeps borrowing: the profile's unknown_reply is the reply, with what the user
+        # said about it quoted.
+        ((BORROWING, BORROWING), "I don't know. You told me: “I parked my car in the garage.”", 3),
     ],
     ids=["first-kept", "retry-kept", "unknown-reply"],
 )

@@ -134,6 +134,10 @@ def test_an_outdated_replys_retry_is_shown_the_change_alone(chat, runtime, style
 
 def test_the_old_value_again_without_its_lines_is_still_outdated(chat, runtime):  # noqa: F811
     job = piano_asked(chat, runtime, lambda prompt, body: "Leopold.")
-    assert reply(job) == "I don't know."
+    # The update, quoted beside it (``conversations.quoting``); never the old value.
+    assert (
+        reply(job)
+        == "I don't know. You told me: “Leopold retired, so Beatrix tunes our piano now.”"
+    )
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["outdated"] * 3
     assert temperatures(runtime) == [0, 0, 0.7]
