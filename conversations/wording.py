@@ -34,7 +34,9 @@ COMMON = word_set(
 )
 COLOURS = word_set(
     "red orange yellow green blue purple violet pink brown black white grey gray teal "
-    "turquoise cyan magenta beige navy maroon olive gold silver indigo lilac crimson"
+    "turquoise cyan magenta beige navy maroon olive gold silver indigo lilac crimson "
+    "burgundy terracotta scarlet emerald ochre mauve khaki charcoal lavender aqua cobalt "
+    "fuchsia azure taupe"
 )
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
 DAYS = word_set(_WEEKDAYS) | word_set(_WEEKDAYS.replace("day", "days"))  # "on Tuesdays" too

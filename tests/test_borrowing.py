@@ -325,6 +325,18 @@ def test_an_answer_the_user_has_changed_since_is_outdated():
     assert borrowed("The Danube.", city, "") is None
 
 
+def test_colours_beyond_the_basic_ones_are_facts_an_update_changes():
+    fence = context(
+        "What colour is the fence?",
+        "We planned to paint the fence ochre.",
+        "Nice.",
+        "In the end we painted the fence terracotta.",
+        "Lovely.",
+    )
+    assert borrowed("It's ochre.", fence, "").problem == "outdated"
+    assert borrowed("It's terracotta.", fence, "") is None
+
+
 def test_an_answer_that_names_nothing_the_user_said_is_unfounded():
     rent = context("Who do I rent from?", "My landlady's name is Mrs. Abernathy.", "Nice.")
     for made_up in ("You rent from this place.", "Renters' insurance."):
