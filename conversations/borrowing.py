@@ -21,9 +21,10 @@ the prompt style, by comparing the reply with the context the model was given:
   every fact the reply names (a name, a number, a colour, a day, a month) is missing from
   the conversation, or any number it names is ("It's a 1998 Skoda." to "What is my car's
   registration number?"; "twenty-one" is 21, one number): the model made the answer up,
-  or took another value than the user's; so is a number missing from the conversation in
-  a reply to a question that asks back for a number of what a message of the user's
-  names ("It's 4471." to "What numbers open the bike lock?");
+  or took another value than the user's; so is a number (a colour) missing from the
+  conversation in a reply to a question that asks back for a number (a colour) of what a
+  message of the user's names ("It's 4471." to "What numbers open the bike lock?"; "It's
+  grey." to "What colour is the stair carpet?");
 * ``ungrounded``: the user asks to be reminded of something of their own ("What/which/
   where ... my ...?", not asking for advice nor for a yes or a no), and the reply
   uses no word of what the messages about it said beyond the question's own words ("I
@@ -113,6 +114,7 @@ from conversations.wording import (
     FIRST_PERSON,
     asks_for_a_number,
     content_words,
+    fact_kind,
     facts,
     numbers,
     word_set,
@@ -124,6 +126,7 @@ _GREETING = word_set("hi hello hey")
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 # Words by which a question asks what the assistant said.
 _SECOND_PERSON = word_set("you your you're you've")
+_COLOUR_WORDS = word_set("colour color colours colors")
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
 
@@ -307,28 +310,34 @@ def _unfounded(
     return None if new & support else Borrowed("unfounded")
 
 
-def _asks_number_told(context: Context) -> bool:
-    """Whether the new message asks back for a number of something a message of the user's
-    names ("What numbers open the bike lock?" after "The bike lock combination is 6381.")."""
+def _asks_kind_told(context: Context) -> str | None:
+    """The kind of fact the new message asks back of something a message of the user's
+    names: ``number`` ("What numbers open the bike lock?" after "The bike lock combination
+    is 6381."), ``colour`` ("What colour is the stair carpet?" after "We carpeted the stairs
+    in burgundy."), or None."""
     question = question_part(context.message.content)[0]
-    if not (asks_back(question) and asks_for_a_number(question)):
-        return False
-    asked = content_words(question)
+    kind = "number" if asks_for_a_number(question) else None
+    kind = kind or ("colour" if _COLOUR_WORDS & set(words(question)) else None)
+    if kind is None or not asks_back(question):
+        return None
+    asked = content_words(question) - _COLOUR_WORDS
     told = [content_words(item.content) for item in user_items(context)]
-    return any(named(word, held) for held in told for word in asked)
+    return kind if any(named(word, held) for held in told for word in asked) else None
 
 
 def _unsupported(reply: str, context: Context, shown: set[str]) -> Borrowed | None:
     """``unsupported`` (see the module): to a question about the user's own, a reply whose
     facts are all missing from the conversation, or any number of it; to one that asks
-    back for a number of what the user told, any number missing from it."""
+    back for a number or a colour of what the user told, any such fact missing from it."""
     named_facts = facts(reply)
     made_up = {fact for fact in named_facts if fact.isdigit()} - shown
     if asks_about_the_user(context.message.content):
         if (named_facts and not named_facts & shown) or made_up:
             return Borrowed("unsupported", tuple(sorted(made_up or named_facts)))
-    elif made_up and _asks_number_told(context):
-        return Borrowed("unsupported", tuple(sorted(made_up)))
+    elif kind := _asks_kind_told(context):
+        made_up = {fact for fact in named_facts if fact_kind(fact) == kind} - shown
+        if made_up:
+            return Borrowed("unsupported", tuple(sorted(made_up)))
     return None
 
 

@@ -325,6 +325,15 @@ def test_an_answer_the_user_has_changed_since_is_outdated():
     assert borrowed("The Danube.", city, "") is None
 
 
+def test_a_colour_never_said_to_a_question_for_the_colour_of_what_the_user_told_is_unsupported():
+    stairs = context("What colour is the stair carpet?", "We carpeted the stairs in teal.", "Nice.")
+    assert borrowed("It's a light grey.", stairs, "").problem == "unsupported"
+    assert borrowed("It's teal.", stairs, "") is None
+    # Of something the user never spoke of: not judged so.
+    sky = context("What colour is the sky on Mars?", "We carpeted the stairs in teal.", "Nice.")
+    assert borrowed("It's butterscotch, or pink.", sky, "") is None
+
+
 def test_colours_beyond_the_basic_ones_are_facts_an_update_changes():
     fence = context(
         "What colour is the fence?",
