@@ -134,10 +134,11 @@ def _fts5(conversation_id: str, words: list[str], before: int, limit: int) -> li
 
 
 def _fts5_any(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
-    """``(seq,)`` of at most ``limit`` matches, unranked."""
+    """``(seq, None)`` of at most ``limit`` matches, unranked (``bm25`` of even one match
+    counts the documents that have each word in the whole table)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT rowid FROM conversations_message_fts WHERE conversations_message_fts "
+            "SELECT rowid, NULL FROM conversations_message_fts WHERE conversations_message_fts "
             "MATCH %s AND rowid < %s LIMIT %s",
             [*_fts5_query(conversation_id, words, before), limit],
         )
@@ -162,16 +163,18 @@ def _postgres(conversation_id: str, words: list[str], before: int, limit: int) -
 
 
 def _postgres_any(conversation_id: str, words: list[str], before: int, limit: int) -> list[tuple]:
-    """``(seq,)`` of at most ``limit`` matches, unranked: no ``ts_rank`` of every match. The
-    matches are planned as the ranked search plans them (a ``LIMIT`` may make a scan of the
-    whole conversation look cheaper than the index for a word rare in it but common in
-    others), and read no further than ``limit``."""
+    """``(seq, score)`` of at most ``limit`` matches, unranked: ``ts_rank`` of those read
+    alone, not of every match (so that fewer than ``limit`` are all of them, ranked as
+    :func:`_postgres` ranks them). The matches are planned as the ranked search plans them
+    (a ``LIMIT`` may make a scan of the whole conversation look cheaper than the index for a
+    word rare in it but common in others), and read no further than ``limit``."""
     query = " or ".join(_quoted(word) if " " in word else word for word in words)
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH found AS MATERIALIZED (SELECT seq FROM conversations_message, "
-            "websearch_to_tsquery('english', %s) AS query WHERE conversation_id = %s "
-            "AND search_vector @@ query AND seq < %s) SELECT seq FROM found LIMIT %s",
+            "WITH found AS MATERIALIZED (SELECT seq, search_vector, query "
+            "FROM conversations_message, websearch_to_tsquery('english', %s) AS query "
+            "WHERE conversation_id = %s AND search_vector @@ query AND seq < %s) "
+            "SELECT seq, ts_rank(search_vector, query, 1) FROM found LIMIT %s",
             [query, conversation_id, before, limit],
         )
         return cursor.fetchall()
@@ -225,6 +228,11 @@ def search_messages(
     if not words or limit < 1:
         return []
     ranked = FINDERS[backend()](conversation_id, words, before_seq or NO_BOUND, limit)
+    return _matches(conversation_id, ranked)
+
+
+def _matches(conversation_id: str, ranked: list[tuple]) -> list[dict[str, Any]]:
+    """The messages of ``(seq, score)`` pairs with their score, best first."""
     if not ranked:
         return []
     scores = {seq: float(score) for seq, score in ranked}
@@ -240,16 +248,17 @@ def search_rare(
 ) -> list[dict[str, Any]]:
     """:func:`search_messages` for a caller to whom the matches matter only when fewer
     than ``limit`` messages match (a name whose messages are few): when ``limit`` or more
-    do, ``limit`` of them, unranked (score None), found without ranking every match (the
-    ranking of a word thousands of messages have costs as much as the rest of a search)."""
+    do, ``limit`` of their seqs alone (``{"seq", "score": None}``, newest first), found
+    without ranking every match (the ranking of a word thousands of messages have costs as
+    much as the rest of a search) and without reading the messages."""
     words = terms(query)
     finder = ANY.get(backend())
     if words and limit >= 1 and finder is not None:
         found = finder(conversation_id, words, before_seq or NO_BOUND, limit)
         if len(found) >= limit:
-            seqs = [seq for (seq,) in found]
-            rows = Message.objects.filter(conversation_id=conversation_id, seq__in=seqs)
-            return [{**row, "score": None} for row in rows.order_by("-seq").values(*MESSAGE_FIELDS)]
+            return [{"seq": seq, "score": None} for seq, _ in sorted(found, reverse=True)]
+        if all(score is not None for _, score in found):  # all of them, ranked (PostgreSQL)
+            return _matches(conversation_id, found)
     return search_messages(
         conversation_id=conversation_id, query=query, limit=limit, before_seq=before_seq
     )

@@ -5,14 +5,15 @@ meaning, not by how close each hit is to the question."""
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from django.utils import timezone
 
-from conversations import arrange, linked, vectors, vectors_words
+from conversations import arrange, linked, retrieval, vectors, vectors_words
 from conversations.history import Item
 from conversations.models import MessageEmbedding
 from conversations.retrieval import find_messages
-from tests.test_chat import owner_key  # noqa: F401
+from tests.test_chat import long_conversation, owner_key  # noqa: F401
 from tests.test_context import conversation_with, owner  # noqa: F401
 from tests.test_memory import FACTS, conversation_of_facts
 from tests.test_memory_current import hit
@@ -201,3 +202,31 @@ def test_a_reply_among_the_closest_after_the_best_hit_is_not_marked_as_its_updat
     reply = replace(hit(42, "assistant", contents[41], 0.386, days=5), updates=3)
     arranged = arrange.arrange(conversation.pk, [[best], [reply]], timezone.now(), paired=0)
     assert {item.seq: item.mark for item in arranged} == {3: "", 42: ""}
+
+
+@pytest.mark.parametrize(
+    ("embedded", "before_seq", "lacking"),
+    [
+        (range(1, 11), None, False),
+        ([], None, True),
+        (range(2, 11), None, True),  # the first
+        ([*range(1, 5), *range(6, 11)], None, True),  # one between
+        (range(1, 10), None, True),  # the last
+        (range(1, 10), 10, False),  # ... not below the bound
+        (range(1, 5), 5, False),
+    ],
+)
+@pytest.mark.parametrize("counted", [False, True])
+def test_a_message_without_a_vector_is_noticed_wherever_it_is(
+    owner_key,  # noqa: F811
+    embedded,
+    before_seq,
+    lacking,
+    counted,
+    monkeypatch,
+):
+    conversation = long_conversation(owner_key, 10)
+    if counted:  # too many gaps to ask for: the messages are counted
+        monkeypatch.setattr(retrieval, "MAX_SKIPPED", -1)
+    seqs = np.array(list(embedded), dtype=np.int64)
+    assert retrieval._without_vector(conversation.pk, before_seq, seqs) is lacking
