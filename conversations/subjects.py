@@ -71,12 +71,12 @@ def _best_of(conversation_id: str, variants: list[str], before_seq: int | None) 
     that variant's background), if it clears the relevance floor."""
     found: Standing | None = None
     queries = embeddings.embed_kept(variants)  # those not kept in one batch
-    for variant, query in zip(variants, queries, strict=True):
-        seqs, similarity = vectors.similarities(
-            conversation_id=conversation_id, query=query, before_seq=before_seq
-        )
-        if len(seqs) < relevance.BACKGROUND_RANK:
-            return None
+    seqs, each = vectors.similarities(
+        conversation_id=conversation_id, query=queries, before_seq=before_seq
+    )
+    if len(seqs) < relevance.BACKGROUND_RANK:
+        return None
+    for variant, similarity in zip(variants, each, strict=True):
         at = int(np.argmax(similarity))
         score = float(similarity[at])
         above = score - relevance.background(similarity)

@@ -134,18 +134,22 @@ class Vectors:
         fresh.fingerprint = Fingerprint().plus(stored.tolist())
         return fresh
 
-    def similarities(self, query: np.ndarray, before_seq: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(seqs, cosine similarities)`` of the rows with ``seq < before_seq``."""
+    def similarities(self, queries: np.ndarray, before_seq: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(seqs, cosine similarities)`` of the rows with ``seq < before_seq``; for
+        several ``queries`` (a matrix, one a row), a row of similarities each, each block
+        of rows converted once for all of them."""
         size = self.size
         seqs, rows, inverse_norms = self.seqs[:size], self.rows[:size], self.inverse_norms[:size]
         count = int(np.searchsorted(seqs, before_seq, side="left"))
-        query = query.astype(np.float32)
-        scores = np.empty(count, dtype=np.float32)
+        each = np.atleast_2d(queries).astype(np.float32)
+        scores = np.empty((len(each), count), dtype=np.float32)
         for start in range(0, count, BLOCK):
             stop = min(start + BLOCK, count)
-            np.dot(rows[start:stop].astype(np.float32), query, out=scores[start:stop])
+            block = rows[start:stop].astype(np.float32)
+            for query, out in zip(each, scores, strict=True):
+                np.dot(block, query, out=out[start:stop])
         scores *= inverse_norms[:count]
-        return seqs[:count], scores
+        return seqs[:count], scores if queries.ndim == 2 else scores[0]
 
     def of(self, wanted: list[int]) -> dict[int, np.ndarray]:
         """The unit vectors of the ``wanted`` seqs that have one, by seq."""

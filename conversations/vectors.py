@@ -172,8 +172,9 @@ def similarities(
     """The cosine similarity of the query vector (of the current model) with every
     message of the conversation that has a vector of that model and ``seq < before_seq``:
     ``(seqs, similarities)`` in the order of ``seq``, from the vectors this process keeps
-    (``conversations.vector_cache``), brought up to date first."""
-    kept = vector_cache.CACHE.vectors(conversation_id, embeddings.model_id(), len(query))
+    (``conversations.vector_cache``), brought up to date first. Several queries (a matrix,
+    one a row): a row of similarities each."""
+    kept = vector_cache.CACHE.vectors(conversation_id, embeddings.model_id(), query.shape[-1])
     return kept.similarities(query, before_seq or NO_BOUND)
 
 

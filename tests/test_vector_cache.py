@@ -82,3 +82,19 @@ def test_a_search_brings_the_vectors_up_to_date_once_and_again_after_it_stores_s
         vectors.messages_embed_at(conversation_id=conversation.pk, seqs=[31])
         after = kept(conversation)
     assert after.seqs[: after.size].tolist() == [*range(1, 30), 31]
+
+
+def test_several_queries_are_scored_exactly_as_each_alone():
+    rng = np.random.default_rng(7)
+    kept = vector_cache.Vectors(DIMENSION)
+    rows = rng.integers(-127, 128, (2 * vector_cache.BLOCK + 5, DIMENSION), dtype=np.int8)
+    kept.append(
+        [(seq, DIMENSION, row.tobytes()) for seq, row in enumerate(rows, start=1)],
+        vector_cache.Fingerprint(),
+    )
+    queries = rng.standard_normal((3, DIMENSION)).astype(np.float32)
+    seqs, each = kept.similarities(queries, 2000)
+    assert each.shape == (3, 1999)
+    for query, scores in zip(queries, each, strict=True):
+        alone_seqs, alone = kept.similarities(query, 2000)
+        assert np.array_equal(seqs, alone_seqs) and np.array_equal(scores, alone)
