@@ -84,6 +84,7 @@ from bench.held_out import (  # noqa: E402
     SESSION_37_PAIRS,
     SESSION_38_PAIRS,
     SESSION_40_PAIRS,
+    SESSION_41_PAIRS,
 )
 from scripts import embedded_runtime  # noqa: E402
 
@@ -124,7 +125,7 @@ EARLIER_PAIRS = [
     ("My train leaves from platform 9.", "From which platform does my train leave?", "9"),
 ]
 # Pairs for trying prompt shapes on (``--pair-set tuning``, with ``EARLIER_PAIRS``): the
-# figures of a change are the held-out ``bench.held_out.SESSION_40_PAIRS``, which nothing
+# figures of a change are the held-out ``bench.held_out.SESSION_41_PAIRS``, which nothing
 # was tuned on (session 37's, 36's, 35's and 34's pairs are tuning pairs from session 38 on).
 TUNING_PAIRS = [
     ("My neighbour is called Bruno.", "What is my neighbour called?", "Bruno"),
@@ -232,13 +233,14 @@ ALL_TUNING_PAIRS = (
     + SESSION_30_PAIRS
     + CHAT_PAIRS
 )
-# ``--pair-set``'s choices: the held-out pairs (session 40's, the figures, and session 38's;
-# only the summary is printed for them), all the tuning pairs, or one earlier held-out set
+# ``--pair-set``'s choices: the held-out pairs (session 41's, the figures, and session 40's
+# and 38's; only the summary is printed for them), all the tuning pairs, or one earlier held-out set
 # alone (tuning pairs now: session 37's per-pair lines are read from session 38 on, 36's from
 # 37 on, 35's and 34's from 36 on).
-SUMMARY_ONLY = ("held-out", "session-38")
+SUMMARY_ONLY = ("held-out", "session-40", "session-38")
 PAIR_SETS = {
-    "held-out": SESSION_40_PAIRS,
+    "held-out": SESSION_41_PAIRS,
+    "session-40": SESSION_40_PAIRS,
     "session-38": SESSION_38_PAIRS,
     "session-37": SESSION_37_PAIRS,
     "session-36": SESSION_36_PAIRS,
@@ -776,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=PROJECT_DIR, help="checkout to run")
     parser.add_argument(
-        "--pairs", type=int, default=len(SESSION_40_PAIRS), help="fact pairs to run"
+        "--pairs", type=int, default=len(SESSION_41_PAIRS), help="fact pairs to run"
     )
     parser.add_argument(
         "--skip-pairs", type=int, default=0, help="start after this many pairs of the set"
@@ -785,7 +787,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pair-set",
         choices=tuple(PAIR_SETS),
         default="held-out",
-        help="the held-out pairs (session 40's: the figures, summary only; session-38 too), or"
+        help="the held-out pairs (session 41's: the figures, summary only; session-40 and"
+        " session-38 too), or"
         " those prompt shapes and checks are tried on: all, or an earlier held-out set alone"
         " (session-37, session-36, session-35, session-34, session-32, session-30)",
     )

@@ -1,16 +1,17 @@
 """The held-out cases of the quality benches.
 
-The chat pairs were written on 2026-11-27 (session 40) in new words (``SESSION_40_PAIRS``,
-summary only); session 38's (``SESSION_38_PAIRS``) were only ever read as summaries too, and
-stay held out beside them. Those of session 37, 36, 35 and 34 (``SESSION_37_PAIRS``,
-``SESSION_36_PAIRS``, ``SESSION_35_PAIRS``, ``SESSION_34_PAIRS``) are tuning pairs from
-session 38 on: their per-pair lines are read to tune the reply checks. Those of session 32,
-``CHAT_PAIRS``, are tuning pairs too. The tasks were written on 2026-11-26. The sets these
-replace were read while changes were made (a failure once looked at is no longer held out),
-so they became tuning sets: ``bench/chat_quality.py``'s ``*_PAIRS`` and
-``bench/task_quality.py``'s ``TUNING_*``. Nothing in the service (prompt, parser, check or
-threshold) is tried on the held-out cases, and their per-case lines are not read before a
-final run; once one is read to understand a failure, write a fresh set.
+The chat pairs were written on 2026-11-27 (session 41) in new words and a new shape
+(``SESSION_41_PAIRS``, summary only); session 40's and 38's (``SESSION_40_PAIRS``,
+``SESSION_38_PAIRS``) were only ever read as summaries too, and stay held out beside
+them. Those of session 37, 36, 35 and 34 (``SESSION_37_PAIRS``, ``SESSION_36_PAIRS``,
+``SESSION_35_PAIRS``, ``SESSION_34_PAIRS``) are tuning pairs from session 38 on: their
+per-pair lines are read to tune the reply checks. Those of session 32, ``CHAT_PAIRS``, are
+tuning pairs too. The tasks were written on 2026-11-26. The sets these replace were read
+while changes were made (a failure once looked at is no longer held out), so they became
+tuning sets: ``bench/chat_quality.py``'s ``*_PAIRS`` and ``bench/task_quality.py``'s
+``TUNING_*``. Nothing in the service (prompt, parser, check or threshold) is tried on the
+held-out cases, and their per-case lines are not read before a final run; once one is read
+to understand a failure, write a fresh set.
 
 The chat pairs ask in other words than the fact was told ("Who looks after my teeth?"
 after "My dentist is Dr. Varga."), some without "my"; six ask about something
@@ -87,6 +88,94 @@ CHAT_PAIRS = [
         ("I work at the post office.", "I quit the post office and started at a garden centre."),
         "Where do I work?",
         "garden centre",
+    ),
+]
+
+# Written 2026-11-27 (session 41) in new words and a new shape, before any change measured on
+# them: facts inside chattier messages, facts about other people, questions that ask to be
+# reminded or name no owner, updates told as corrections. The held-out chat pairs from
+# session 41 on (``bench/chat_quality.py --pair-set held-out``, summary only). Eighteen
+# recall, six never said, six updates.
+SESSION_41_PAIRS = [
+    (
+        "Quick one before I forget: the spare key is under the blue flowerpot.",
+        "Where did I say the spare key is hidden?",
+        "flowerpot",
+    ),
+    (
+        "I've worked as a sound engineer for a theatre since 2019.",
+        "Remind me what my job is.",
+        "sound engineer",
+    ),
+    ("My flatmate Oskar grew up in Szczecin.", "Which town is Oskar from?", "Szczecin"),
+    ("We named the new puppy Juniper.", "Remind me, what's the puppy called?", "Juniper"),
+    ("Parents' evening at school starts at 6:15.", "When does parents' evening begin?", "6:15"),
+    ("I'm allergic to hazelnuts, so watch out with recipes.", "Which nut can't I eat?", "hazelnut"),
+    (
+        "For my birthday my sister gave me a telescope.",
+        "What present did I get from my sister?",
+        "telescope",
+    ),
+    ("The car is on level 4 of the multistorey.", "Which level did I leave the car on?", "4"),
+    (
+        "My daughter plays the oboe in the school orchestra.",
+        "Which instrument does my daughter play?",
+        "oboe",
+    ),
+    ("The plumber we always call is Ravi Mistry.", "Who's our plumber?", "Ravi"),
+    ("Our wedding anniversary falls in October.", "In which month is our anniversary?", "October"),
+    ("I drive a battered old Land Rover.", "What vehicle do I drive?", "Land Rover"),
+    ("My usual coffee is a flat white with oat milk.", "How do I take my coffee?", "flat white"),
+    ("Tomorrow I fly to Reykjavik for a conference.", "Where am I flying tomorrow?", "Reykjavik"),
+    (
+        "Gran's Christmas cake uses prunes soaked in brandy.",
+        "What does gran soak in brandy for the cake?",
+        "prunes",
+    ),
+    ("I keep my passport in the top drawer of the desk.", "Where is my passport kept?", "drawer"),
+    (
+        "Mrs. Okafor next door feeds the cat when we're away.",
+        "Who looks after the cat while we travel?",
+        "Okafor",
+    ),
+    ("The gym membership costs me 34 pounds a month.", "How much do I pay for the gym?", "34"),
+    # Never said: "I don't know" is the right answer.
+    ("My brother teaches maths in Leeds.", "What does my brother's wife teach?", None),
+    ("We have a greenhouse full of tomatoes.", "What variety of apples do we grow?", None),
+    ("I ran the Berlin marathon last year.", "What was my time in the Paris marathon?", None),
+    ("My landlord is Mr. Fenwick.", "What's my landlord's phone number?", None),
+    ("I collect vintage postcards.", "How many stamps are in my collection?", None),
+    ("Our cat sleeps on the windowsill.", "What's the name of our dog?", None),
+    # A fact, then its update (a correction or a change): the update is the answer.
+    (
+        ("My dentist is Dr. Alvarez.", "Actually I've switched dentists, I see Dr. Mbeki now."),
+        "Who is my dentist?",
+        "Mbeki",
+    ),
+    (
+        ("The team standup is at 9:30.", "From next week the standup moves to 10:15."),
+        "When is the standup?",
+        "10:15",
+    ),
+    (
+        ("My phone contract is with Vodafone.", "I've changed my phone provider to Giffgaff."),
+        "Which network is my phone on?",
+        "Giffgaff",
+    ),
+    (
+        ("We were going to Portugal in June.", "Change of plan: we're going to Croatia in June."),
+        "Where are we going in June?",
+        "Croatia",
+    ),
+    (
+        ("I ride a red road bike.", "Someone stole the red bike, so now I ride a green folder."),
+        "What colour is my bike now?",
+        "green",
+    ),
+    (
+        ("My running club meets on Mondays.", "The running club meets on Thursdays this season."),
+        "Which day does my running club meet?",
+        "Thursday",
     ),
 ]
 
