@@ -237,7 +237,7 @@ ALL_TUNING_PAIRS = (
 # and 38's; only the summary is printed for them), all the tuning pairs, or one earlier held-out set
 # alone (tuning pairs now: session 37's per-pair lines are read from session 38 on, 36's from
 # 37 on, 35's and 34's from 36 on).
-SUMMARY_ONLY = ("held-out", "session-40", "session-38")
+SUMMARY_ONLY = ("held-out",)
 PAIR_SETS = {
     "held-out": SESSION_41_PAIRS,
     "session-40": SESSION_40_PAIRS,

@@ -1,6 +1,8 @@
 """What a message asks, as the reply checks read it (``conversations.borrowing``): whether it
 is a question, whether it asks something of the user's own, or to be told something back;
-and whether a reply says it does not know, or names no number or time where one is asked."""
+and whether a reply has the shape of an answer: it says it does not know, or names a number,
+a time or a colour where one is asked, says nothing is so of what the user told, or
+answers a question about someone as the assistant itself."""
 
 import re
 from collections.abc import Collection
@@ -8,8 +10,12 @@ from collections.abc import Collection
 from conversations.alike import own_kin
 from conversations.told import named
 from conversations.wording import (
+    CLOSED,
+    COLOURS,
+    COMMON,
     FIRST_PERSON,
     QUESTION_START,
+    WORD,
     asks_for_a_number,
     asks_when,
     content_words,
@@ -81,3 +87,69 @@ def without_kind(reply: str, message: str, told: Collection[str] = ()) -> str | 
         about = [text for text in told if all(named(w, content_words(text)) for w in asked)]
         return None if asked and about and not any(map(names_a_number, about)) else "no_number"
     return "no_time" if asks_when(question) and not names_a_time(reply) else None
+
+
+_COLOUR_WORDS = word_set("colour color colours colors")
+# A reply that says something is not so ("I don't sing tenor."); a message of the user's
+# that does ("I don't eat meat.") may be answered so.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|nowhere)\b|n['\u2019]t\b", re.IGNORECASE
+)
+_WHO = word_set("who who's whom")
+_SECOND_PERSON = word_set("you your you're yours yourself")
+
+
+def _names(text: str) -> set[str]:
+    """The capitalised words of a text that are not common, a sentence's first too."""
+    found = {word.lower() for word in WORD.findall(text) if word[0].isupper()}
+    return found - COMMON - QUESTION_START - CLOSED
+
+
+def _about(question: str, told: Collection[str]) -> list[str]:
+    """The messages of ``told`` that hold a word of the question (its colour words aside)."""
+    asked = content_words(question) - _COLOUR_WORDS
+    return [text for text in told if any(named(w, content_words(text)) for w in asked)]
+
+
+def asks_kind_told(message: str, told: Collection[str]) -> str | None:
+    """The kind of fact the new message asks back of something a message of the user's
+    (``told``) names: ``number`` ("What numbers open the bike lock?" after "The bike lock
+    combination is 6381."), ``colour`` ("What colour is the stair carpet?" after "We
+    carpeted the stairs in burgundy."), ``time`` ("Which day is the roof being mended?"
+    after "The roofer is booked for Thursday."), or None."""
+    question = question_part(message)[0]
+    kind = "number" if asks_for_a_number(question) else None
+    kind = kind or ("colour" if _COLOUR_WORDS & set(words(question)) else None)
+    kind = kind or ("time" if asks_when(question) else None)
+    if kind is None or not asks_back(question):
+        return None
+    return kind if _about(question, told) else None
+
+
+def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | None:
+    """Why a reply to a question that asks to be told something back cannot be its answer,
+    or None: ``no_colour``, naming no colour to a question for the colour of something the
+    user told in one ("It is very dark." after "We painted the fence ochre."); ``persona``,
+    the assistant naming itself to a question about someone else ("I'm the tuner." to "Who
+    tunes the harpsichord?"); ``no_name``, naming no one to a question who, when a message
+    of the user's about it names someone ("I think you're right." after "Bertrand tunes my
+    harpsichord."); ``denied``, saying something is not so when no message of
+    the user's about it (``told``) does ("I'm sorry, I don't sing tenor." after "I sing
+    tenor in the cathedral choir.")."""
+    question = question_part(message)[0]
+    if not asks_back(question) or ABSTAINS.search(reply) or DOUBTS.search(reply):
+        return None
+    asked, answered = set(words(question)), words(reply)
+    about = _about(question, told)
+    told_colour = any(COLOURS & set(words(text)) for text in about)
+    if _COLOUR_WORDS & asked and told_colour and not COLOURS & set(answered):
+        return "no_colour"
+    as_itself = answered[:1] == ["i'm"] or answered[:2] == ["i", "am"]
+    if _WHO & asked and not _SECOND_PERSON & asked:
+        if as_itself:
+            return "persona"
+        if any(_names(text) for text in about) and not _names(reply):
+            return "no_name"
+    if _NEGATION.search(reply) and not any(_NEGATION.search(text) for text in about):
+        return "denied"
+    return None

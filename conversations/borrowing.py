@@ -24,7 +24,8 @@ the prompt style, by comparing the reply with the context the model was given:
   or took another value than the user's; so is a number (a colour) missing from the
   conversation in a reply to a question that asks back for a number (a colour) of what a
   message of the user's names ("It's 4471." to "What numbers open the bike lock?"; "It's
-  grey." to "What colour is the stair carpet?");
+  grey." to "What colour is the stair carpet?"), or a time (a day, a month, digits: "It's
+  the 15th." to "Which day is the roof being mended?", checked after the others);
 * ``ungrounded``: the user asks to be reminded of something of their own ("What/which/
   where ... my ...?", not asking for advice nor for a yes or a no), and the reply
   uses no word of what the messages about it said beyond the question's own words ("I
@@ -45,34 +46,28 @@ the prompt style, by comparing the reply with the context the model was given:
   Benedikt, is a firefighter." (``told.said_of``);
 * ``never_said``: such a question names a thing of the user's own ("Where does my sister
   live?", :func:`asked_subject`) that no message of the user's in the context names, and
-  the reply answers rather than saying it does not know: nothing the model was shown can
-  support an answer, so asking again cannot help;
+  the reply answers rather than saying it does not know; or it names a name that nothing
+  before it names and the reply names others ("You were in Tallinn." to "Which hotel did
+  I stay at in Riga?", ``told.unknown_names``): nothing the model was shown can support an
+  answer, so asking again cannot help;
 * ``elsewhere``: the reply's answer is taken from what the user said about something
   else: every message of the user's that holds a word of the reply (beyond the question's
   own) names none of what the question asks about ("Leeds" from "My brother lives in
   Leeds." to "Where does my sister live?");
 * ``outdated``: a message of the user's after the last one that holds the reply's answer
-  shares a word with the question and names a fact of the same kind as the reply's (a name,
-  a number, a colour, a day, a month) that neither the reply nor that message names: the
-  user may have changed the fact since ("The wedding has been pushed back to September.").
-  Judged for any question that asks to be told something back ("What's the door code?"), of
-  the user's own or not. To a question of the user's own, a later message that says they
-  changed something of theirs ("I just moved to Valencia.", "I sold the Peugeot and bought a
-  Mazda.") is on the same subject without a shared word, unless it names another thing of
-  theirs ("I moved my sister's piano."); and when such a message names the reply's answer
-  again beside a new one of its kind, after an earlier message that holds it, the reply took
-  the old one ("I have a Peugeot."); so too when that message is on what is asked and says
-  the new one replaces it ("now", "stopped", "our new cleaner": "Dorota." after "Our cleaner
-  is Dorota." and "Dorota stopped working for us; our cleaner is Agnieszka."). A later
-  message that tells a change in so many words ("... from now on", "I quit ... and started
-  ...") may name a new value of any word, not only of those kinds
-  (``conversations.outdated``);
+  is on what is asked and names a newer value of its kind, or tells a change in so many
+  words ("The wedding has been pushed back to September."; "I sold the Peugeot and bought a
+  Mazda."): the user changed the fact since. Judged for any question that asks to be told
+  something back, of the user's own or not (``conversations.outdated``);
 * ``no_number``: to a question that asks back for a number ("What's my seat number?",
   "How old is my niece?"), a reply that names none ("It's a Skoda."), in digits or words,
   and does not say it does not know, unless a message of the user's that holds all the
   question's words names none ("What is my PIN hint?" after "My PIN hint is pumpkin.");
   ``no_time`` likewise to one that asks when ("When is the heating man visiting?"), a
   reply naming no time, day, month or number ("He's coming to the office.");
+* last, to a question that asks something back: ``no_colour``, ``persona`` (the assistant
+  naming itself to "Who ...?"), ``no_name``, ``denied`` ("I don't sing tenor." after "I
+  sing tenor."), see ``asking.wrong_shape``;
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -93,9 +88,11 @@ from conversations.asking import (
     DOUBTS,
     asks_about_the_user,
     asks_back,
+    asks_kind_told,
     is_question,
     question_part,
     without_kind,
+    wrong_shape,
 )
 from conversations.context import Context, Item
 from conversations.frame import EXAMPLE_LINE, example_facts
@@ -107,12 +104,12 @@ from conversations.told import (
     names_subject,
     possessed,
     said_of,
+    unknown_names,
     user_items,
     user_words,
 )
 from conversations.wording import (
     FIRST_PERSON,
-    asks_for_a_number,
     content_words,
     fact_kind,
     facts,
@@ -126,7 +123,8 @@ _GREETING = word_set("hi hello hey")
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
 # Words by which a question asks what the assistant said.
 _SECOND_PERSON = word_set("you your you're you've")
-_COLOUR_WORDS = word_set("colour color colours colors")
+_FACTS_OF = {"number": ("number",), "colour": ("colour",), "time": ("day", "month", "number")}
+_DIGITS = re.compile(r"\d+")
 # A reply that says no more than it does not know is at most this many words.
 ABSTENTION_WORDS = 8
 
@@ -153,6 +151,9 @@ class Borrowed:
             "abstained": "The reply says it does not know, to a message that asks nothing.",
             "no_number": "The reply names no number, to a question that asks for one.",
             "no_time": "The reply names no time, to a question that asks when.",
+            "no_colour": "The reply names no colour, to a question that asks for one.",
+            "no_name": "The reply names no one, to a question that asks who.",
+            "denied": "The reply says something is not so, which the user never said.",
         }[self.problem]
 
 
@@ -229,7 +230,11 @@ def _unsupported_subject(reply: str, context: Context, alike: Alike | None) -> B
     "I have a ..." (``told.possessed``)."""
     question = context.message.content
     subject = asked_subject(question)
-    if not subject or _ABSTAINS.search(reply):
+    if _ABSTAINS.search(reply):
+        return None
+    if unknown := unknown_names(context, reply):
+        return Borrowed("never_said", unknown)
+    if not subject:
         return None
     asked = content_words(question)
     answered = content_words(reply) - asked
@@ -310,32 +315,23 @@ def _unfounded(
     return None if new & support else Borrowed("unfounded")
 
 
-def _asks_kind_told(context: Context) -> str | None:
-    """The kind of fact the new message asks back of something a message of the user's
-    names: ``number`` ("What numbers open the bike lock?" after "The bike lock combination
-    is 6381."), ``colour`` ("What colour is the stair carpet?" after "We carpeted the stairs
-    in burgundy."), or None."""
-    question = question_part(context.message.content)[0]
-    kind = "number" if asks_for_a_number(question) else None
-    kind = kind or ("colour" if _COLOUR_WORDS & set(words(question)) else None)
-    if kind is None or not asks_back(question):
-        return None
-    asked = content_words(question) - _COLOUR_WORDS
-    told = [content_words(item.content) for item in user_items(context)]
-    return kind if any(named(word, held) for held in told for word in asked) else None
-
-
-def _unsupported(reply: str, context: Context, shown: set[str]) -> Borrowed | None:
+def _unsupported(
+    reply: str, context: Context, shown: set[str], kinds: Collection[str] = ("number", "colour")
+) -> Borrowed | None:
     """``unsupported`` (see the module): to a question about the user's own, a reply whose
     facts are all missing from the conversation, or any number of it; to one that asks
-    back for a number or a colour of what the user told, any such fact missing from it."""
+    back for a fact of one of ``kinds`` (a number, a colour; a time: a day, a month or
+    digits, "the 15th") of what the user told, any such fact missing from it."""
     named_facts = facts(reply)
     made_up = {fact for fact in named_facts if fact.isdigit()} - shown
-    if asks_about_the_user(context.message.content):
+    question, told = context.message.content, [item.content for item in user_items(context)]
+    if asks_about_the_user(question):
         if (named_facts and not named_facts & shown) or made_up:
             return Borrowed("unsupported", tuple(sorted(made_up or named_facts)))
-    elif kind := _asks_kind_told(context):
-        made_up = {fact for fact in named_facts if fact_kind(fact) == kind} - shown
+    elif (kind := asks_kind_told(question, told)) in kinds:
+        made_up = {fact for fact in named_facts if fact_kind(fact) in _FACTS_OF[kind]} - shown
+        if kind == "time":
+            made_up |= set(_DIGITS.findall(reply)) - set(_DIGITS.findall(" ".join(shown)))
         if made_up:
             return Borrowed("unsupported", tuple(sorted(made_up)))
     return None
@@ -390,11 +386,14 @@ def borrowed(
         return Borrowed(kind)
     if unsupported := _unsupported(reply, context, shown):
         return unsupported
+    found = None
     if asks_to_recall(context):
         found = _unsupported_subject(reply, context, alike) or _not_their_name(reply, context)
         found = found or _outdated(reply, context)
         found = found or _ungrounded(reply, context, told_about(context, similar))
-        return found or _unfounded(reply, context, relevant)
-    if asks_back(context.message.content):
-        return _outdated(reply, context) or _unfounded(reply, context, relevant)
-    return None
+        found = found or _unfounded(reply, context, relevant)
+    elif asks_back(context.message.content):
+        found = _outdated(reply, context) or _unfounded(reply, context, relevant)
+    found = found or _unsupported(reply, context, shown, kinds=("time",))
+    shape = wrong_shape(reply, context.message.content, told[1:])
+    return found or (Borrowed(shape) if shape else None)

@@ -86,7 +86,8 @@ UNKNOWN_REPLY = "I don't know."  # a profile's unknown_reply left blank
 ACKNOWLEDGEMENT_REPLY = "Thanks for telling me."  # a profile's acknowledgement_reply left blank
 # Why a reply step's text was not kept (its step's ``output.discarded``).
 DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
-DISCARDED_QUOTED = "quoted"  # it said it did not know: said again with the user's words
+# It said it did not know: said again in the profile's words, the user's quoted if any.
+DISCARDED_QUOTED = "quoted"
 # The messages closest in meaning to the new one, by their vectors: what it may ask about
 # (``borrowing.told_about``) when it shares no word with them.
 SIMILAR_MESSAGES = 2
@@ -244,13 +245,17 @@ def _told(turn: ChatTurn, context: Context, scores: dict[int, float]) -> Steps:
 def _quoted_if_unknown(
     turn: ChatTurn, context: Context, text: str, scores: dict[int, float]
 ) -> Steps:
-    """``text``; or, when it only says it does not know and the user said something about
-    what they ask, the profile's ``unknown_reply`` with it quoted (given by a note step)."""
-    sentence = (yield from _told(turn, context, scores)) if only_abstains(text) else None
-    if sentence is None:
+    """``text``; or, when it only says it does not know to a question, the profile's
+    ``unknown_reply`` ("I don't remember." is said as the profile says it), with the user's
+    sentence about what they ask quoted when there is one (given by a note step)."""
+    question = context.message.content
+    if not (is_question(question) and only_abstains(text)):
+        return text
+    sentence = yield from _told(turn, context, scores)
+    instead = instead_of_borrowed(turn.profile, question, sentence)
+    if instead == text.strip():
         return text
     yield Discard(DISCARDED_QUOTED)
-    instead = instead_of_borrowed(turn.profile, context.message.content, sentence)
     return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 
 

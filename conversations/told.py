@@ -111,6 +111,20 @@ def names_subject(
     return alike is not None and any(alike(one, other) for one in asked for other in told)
 
 
+def unknown_names(context: Context, reply: str) -> tuple[str, ...]:
+    """The names a question asks about that nothing before it in the context names (the
+    summary, the recent and retrieved messages), when the reply names other names: it
+    answers from something else ("You were in Tallinn in March." to "Which hotel did I
+    stay at in Riga?"; not "Japanese, for two years." to "How long have I been learning
+    Japanese?" after "For two years now."). Days, months and numbers are no names here."""
+    earlier = [item.content for item in (*context.recent, *context.retrieved)]
+    said = set(words(" ".join([context.summary, *earlier])))
+    asked = {fact for fact in facts(context.message.content) if not fact.isdigit()} - CLOSED
+    answered = {fact for fact in facts(reply) if not fact.isdigit()} - CLOSED
+    unknown = asked - said
+    return tuple(sorted(unknown)) if unknown and answered - asked else ()
+
+
 def _users(item: Item, context: Context) -> bool:
     return item.role == "user" and item.seq != context.message.seq
 

@@ -635,9 +635,10 @@ def test_not_knowing_what_the_user_told_is_said_with_their_words_quoted(chat, ru
     assert temperatures(runtime) == [0]
     [call] = Step.objects.filter(job=job, kind="model_call", name="reply")
     assert call.output["discarded"] == "quoted"
-    # Nothing the user said is about it: the model's own words stay.
+    # Nothing the user said is about it: nothing is quoted, and the reply says it does not
+    # know in the profile's words.
     job = chat("What's my daughter's name?", profile=profile)
-    assert reply(job) == "I'm not sure."
+    assert reply(job) == "I don't know."
     assert notes(job, "reply_quoted") == []
 
 
@@ -886,3 +887,63 @@ def test_a_question_for_what_the_user_told_with_no_number_needs_no_number():
     assert borrowed("It's your bank.", pin, "").problem == "no_number"
     niece = context("How old is my niece?", "My niece lives in Cardiff.", "Nice.")
     assert borrowed("She lives in Cardiff.", niece, "").problem == "no_number"
+
+
+def test_a_day_or_date_never_said_to_a_question_when_of_what_the_user_told_is_unsupported():
+    told = "The roofer is booked for Thursday."
+    roof = context("Which day is the roof being mended?", told, "Ok.")
+    assert borrowed("It's the 15th.", roof, "").words == ("15",)
+    assert borrowed("Monday, then Tuesday.", roof, "").words == ("monday", "tuesday")
+    assert borrowed("On Thursday.", roof, "") is None
+    standup = context("When is the standup?", "The standup is at 9:30.", "Ok.")
+    assert borrowed("It's at 9:30.", standup, "") is None
+    assert borrowed("At 10:15.", standup, "") is not None  # unfounded, checked first
+
+
+def test_a_reply_naming_no_colour_to_a_colour_told_in_one_is_no_colour():
+    fence = context("What colour is the fence?", "In the end we painted the fence ochre.", "Ok.")
+    assert borrowed("It is very dark.", fence, "").problem == "no_colour"
+    assert borrowed("It's ochre.", fence, "") is None
+    # What the user told names no colour the checks know: any reply may be its answer.
+    car = context("What colour is the van?", "The van is a sort of sea-glass shade.", "Ok.")
+    assert borrowed("Sea-glass.", car, "") is None
+
+
+def test_the_assistant_naming_itself_to_a_question_about_someone_else_is_a_persona():
+    tuner = context(
+        "Who looks after the harpsichord's tuning?", "Bertrand tunes my harpsichord.", "Ok."
+    )
+    for said in ("I'm the tuner.", "I am the assistant."):
+        assert borrowed(said, tuner, "").problem == "persona"
+    assert borrowed("Bertrand does.", tuner, "") is None
+    assert borrowed("I'm your assistant.", context("Who are you?"), "") is None
+
+
+def test_a_reply_that_says_what_the_user_told_is_not_so_is_denied():
+    choir = context("Which part do I sing in the choir?", "I sing tenor in the choir.", "Ok.")
+    assert borrowed("I'm sorry, I don't sing tenor.", choir, "").problem == "denied"
+    assert borrowed("You sing tenor.", choir, "") is None
+    assert borrowed("I don't know.", choir, "") is None  # not knowing denies nothing
+    # What the user said is a "not": a reply may say it.
+    meat = context("What don't I eat?", "I don't eat meat any more.", "Ok.")
+    assert borrowed("You don't eat meat.", meat, "") is None
+
+
+def test_a_name_never_said_asked_about_and_answered_with_another_is_never_said():
+    riga = context("Which hotel did I stay at in Riga?", "I visited Tallinn in March.", "Ok.")
+    found = borrowed("You were in Tallinn in March.", riga, "")
+    assert (found.problem, found.words) == ("never_said", ("riga",))
+    told = context("Which hotel did I stay at in Riga?", "In Riga I stayed at the Bern.", "Ok.")
+    assert borrowed("You stayed at the Bern.", told, "") is None
+
+
+def test_a_reply_naming_no_one_to_who_when_the_user_named_someone_is_no_name():
+    tuner = context(
+        "Who looks after the harpsichord's tuning?", "Bertrand tunes my harpsichord.", "Ok."
+    )
+    for said in ("I think you're right.", "It's a very big job."):
+        assert borrowed(said, tuner, "").problem == "no_name"
+    assert borrowed("Bertrand.", tuner, "") is None
+    # The user named no one: a reply naming no one may be the answer.
+    baker = context("Who bakes our bread?", "The bakery on the corner bakes our bread.", "Ok.")
+    assert borrowed("The bakery on the corner.", baker, "") is None
