@@ -15,6 +15,7 @@ from conversations.wording import (
     COMMON,
     FIRST_PERSON,
     QUESTION_START,
+    SECOND_PERSON,
     WORD,
     asks_for_a_number,
     asks_when,
@@ -96,7 +97,6 @@ _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|nobody|nowhere)\b|n['\u2019]t\b", re.IGNORECASE
 )
 _WHO = word_set("who who's whom")
-_SECOND_PERSON = word_set("you your you're yours yourself")
 
 
 def _names(text: str) -> set[str]:
@@ -145,7 +145,7 @@ def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | N
     if _COLOUR_WORDS & asked and told_colour and not COLOURS & set(answered):
         return "no_colour"
     as_itself = answered[:1] == ["i'm"] or answered[:2] == ["i", "am"]
-    if _WHO & asked and not _SECOND_PERSON & asked:
+    if _WHO & asked and not SECOND_PERSON & asked:
         if as_itself:
             return "persona"
         if any(_names(text) for text in about) and not _names(reply):

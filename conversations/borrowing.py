@@ -110,6 +110,7 @@ from conversations.told import (
 )
 from conversations.wording import (
     FIRST_PERSON,
+    SECOND_PERSON,
     content_words,
     fact_kind,
     facts,
@@ -121,8 +122,6 @@ from conversations.wording import (
 _GREETING = word_set("hi hello hey")
 # A question that asks for more talk on a subject, not for a fact.
 _FOLLOW_UP = re.compile(r"\W*(?:what|how) about\b", re.IGNORECASE)
-# Words by which a question asks what the assistant said.
-_SECOND_PERSON = word_set("you your you're you've")
 _FACTS_OF = {"number": ("number",), "colour": ("colour",), "time": ("day", "month", "number")}
 _DIGITS = re.compile(r"\d+")
 # A reply that says no more than it does not know is at most this many words.
@@ -300,7 +299,7 @@ def _unfounded(
     if relevant is not None:
         grounds = [item for item in told_about(context, relevant) if item.role == "user"]
     told = [context.summary, telling, *(said_of(item.content, asked) for item in grounds)]
-    if _SECOND_PERSON & set(words(question)):
+    if SECOND_PERSON & set(words(question)):
         shown = (*context.recent, *context.retrieved)
         told += [item.content for item in shown if item.role == "assistant"]
     support = set().union(*(_fact_words(text) for text in told))

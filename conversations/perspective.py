@@ -15,9 +15,8 @@ said back as it streams: the agent gives :func:`said_back` to its model call
 import re
 
 from agents.replies import sentences
-from conversations.wording import FIRST_PERSON, content_words, words
+from conversations.wording import FIRST_PERSON, SECOND_PERSON, content_words, words
 
-_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've"})
 # "I don't know", "I'm not sure", "I can't remember": the assistant speaking of itself.
 _OWN_STATE = re.compile(
     r"\b(?:know|sure|remember|recall|afraid|sorry|think|believe|guess|help|can't|cannot)\b",
@@ -53,7 +52,7 @@ def _sentence(sentence: str, told_words: set[str]) -> str:
     found = set(words(sentence))
     if (
         not found & FIRST_PERSON
-        or found & _SECOND_PERSON
+        or found & SECOND_PERSON
         or _OWN_STATE.search(sentence)
         or not content_words(sentence) & told_words
     ):

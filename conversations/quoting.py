@@ -32,10 +32,9 @@ from conversations.borrowing import ABSTENTION_WORDS, told_about
 from conversations.context import Context
 from conversations.models import Role
 from conversations.told import asked_subject, named
-from conversations.wording import FIRST_PERSON, content_words, word_set, words
+from conversations.wording import FIRST_PERSON, SECOND_PERSON, content_words, words
 
 QUOTE = "{unknown} You told me: “{sentence}”"
-_SECOND_PERSON = word_set("you your you're yours yourself")
 # A sentence longer than this is a story, not the fact asked for.
 MAX_WORDS = 20
 
@@ -83,7 +82,7 @@ def told_sentence(
 def _asks_the_assistant(question: str) -> bool:
     """Whether a question asks about the assistant ("What is your name?"), not the user."""
     said = set(words(question))
-    return bool(said & _SECOND_PERSON) and not said & FIRST_PERSON
+    return bool(said & SECOND_PERSON) and not said & FIRST_PERSON
 
 
 def _parts(text: str) -> list[str]:

@@ -50,6 +50,7 @@ QUESTION_START = word_set(
 )
 # "me" alone is not enough: "tell me something nice" asks about nothing of the user's.
 FIRST_PERSON = word_set("i my mine myself i'm i've we our ours we're we've")
+SECOND_PERSON = word_set("you your yours yourself you're you've")
 
 
 def words(text: str) -> list[str]:
