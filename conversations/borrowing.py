@@ -96,7 +96,7 @@ from conversations.asking import (
 )
 from conversations.context import Context, Item
 from conversations.frame import EXAMPLE_LINE, example_facts
-from conversations.outdated import changed_own, changes_of, outdated
+from conversations.outdated import changed_own, changes_of, left_out, outdated
 from conversations.persona import introduced_names, speaks_as_someone
 from conversations.told import (
     asked_subject,
@@ -273,6 +273,7 @@ def _outdated(reply: str, context: Context) -> Borrowed | None:
     if _ABSTAINS.search(reply):
         return None
     newer = outdated(reply, context, own=asks_about_the_user(context.message.content))
+    newer = newer or left_out(reply, context)
     return Borrowed("outdated", newer) if newer else None
 
 

@@ -20,7 +20,10 @@ Agnieszka."; or, after an earlier message that holds the old value and is on wha
 asked, in so many words: "Actually the trip moved to Rhodes instead of Crete."), after an
 earlier message that holds it, marks a reply with the old one; so does a later change of a
 name that the old value's message holds ("Henrike relocated to Leipzig." after "My sister
-Henrike lives in Bremen."), naming a fact of the reply's kind.
+Henrike lives in Bremen."), naming a fact of the reply's kind. So does a reply naming a
+word of a retrieved message that retrieval left out of the prompt because a newer one
+replaced it (``Context.replaced``, ``conversations.arrange``), when the newer one does not
+name it: "The library." when only "The book club has moved to the tea room." was shown.
 
 The retry after such a reply is shown the change without what it changed
 (:func:`without_stale`): the lines before the first message that names a newer value that
@@ -162,6 +165,18 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
         changed = changed or (_newer_words(item, older) if on_it else [])
         if changed:
             return tuple(changed)
+    return ()
+
+
+def left_out(reply: str, context: Context) -> tuple[str, ...]:
+    """The words of the message that replaced a left-out one (``Context.replaced``) when
+    the reply names a word of the left-out one that it does not (see the module), or ()."""
+    asked, said = content_words(context.message.content), content_words(reply)
+    shown = {item.seq: item for item in (*context.recent, *context.retrieved)}
+    for old in context.replaced:
+        newer = content_words(shown[old.replaced_by].content) if old.replaced_by in shown else set()
+        if newer and (said - asked) & content_words(old.content) - newer:
+            return tuple(sorted(newer - asked - said))
     return ()
 
 

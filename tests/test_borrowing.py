@@ -3,6 +3,7 @@ a value the user never gave) are asked again with sampling, then replaced by the
 "I don't know", whatever the prompt style; against the loopback runtime."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -947,3 +948,15 @@ def test_a_reply_naming_no_one_to_who_when_the_user_named_someone_is_no_name():
     # The user named no one: a reply naming no one may be the answer.
     baker = context("Who bakes our bread?", "The bakery on the corner bakes our bread.", "Ok.")
     assert borrowed("The bakery on the corner.", baker, "") is None
+
+
+def test_a_reply_with_the_value_of_a_message_retrieval_left_out_as_replaced_is_outdated():
+    old = Item(seq=3, role="user", content="The book club meets at the library.", tokens=1)
+    new = Item(seq=9, role="user", content="The book club has moved to the tea room.", tokens=1)
+    club = context("Where does the book club meet?", "Nice weather today.", "It is.")
+    club.retrieved, club.replaced = [new], [replace(old, replaced_by=new.seq)]
+    found = borrowed("The library.", club, "")
+    assert (found.problem, found.words) == ("outdated", ("mov", "room", "tea"))
+    assert borrowed("The tea room.", club, "") is None
+    club.replaced = [replace(old, replaced_by=42)]  # what replaced it is not in the prompt
+    assert borrowed("The library.", club, "") is None
