@@ -170,12 +170,15 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
 
 def left_out(reply: str, context: Context) -> tuple[str, ...]:
     """The words of the message that replaced a left-out one (``Context.replaced``) when
-    the reply names a word of the left-out one that it does not (see the module), or ()."""
+    the reply names a word of the left-out one that it does not, and none of its own ("The
+    library." and not "It moved from the library to the tea room."; see the module), or
+    ()."""
     asked, said = content_words(context.message.content), content_words(reply)
     shown = {item.seq: item for item in (*context.recent, *context.retrieved)}
     for old in context.replaced:
         newer = content_words(shown[old.replaced_by].content) if old.replaced_by in shown else set()
-        if newer and (said - asked) & content_words(old.content) - newer:
+        before = content_words(old.content)
+        if newer and (said - asked) & before - newer and not said & (newer - before - asked):
             return tuple(sorted(newer - asked - said))
     return ()
 

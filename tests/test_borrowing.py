@@ -958,5 +958,6 @@ def test_a_reply_with_the_value_of_a_message_retrieval_left_out_as_replaced_is_o
     found = borrowed("The library.", club, "")
     assert (found.problem, found.words) == ("outdated", ("mov", "room", "tea"))
     assert borrowed("The tea room.", club, "") is None
+    assert borrowed("It moved from the library to the tea room.", club, "") is None
     club.replaced = [replace(old, replaced_by=42)]  # what replaced it is not in the prompt
     assert borrowed("The library.", club, "") is None
