@@ -131,11 +131,12 @@ def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | N
     or None: ``no_colour``, naming no colour to a question for the colour of something the
     user told in one ("It is very dark." after "We painted the fence ochre."); ``persona``,
     the assistant naming itself to a question about someone else ("I'm the tuner." to "Who
-    tunes the harpsichord?"); ``no_name``, naming no one to a question who, when a message
-    of the user's about it names someone ("I think you're right." after "Bertrand tunes my
-    harpsichord."); ``denied``, saying something is not so when no message of
-    the user's about it (``told``) does ("I'm sorry, I don't sing tenor." after "I sing
-    tenor in the cathedral choir.")."""
+    tunes the harpsichord?"; "My name is Lukas." to "What is Lukas's surname?");
+    ``no_name``, naming no one to a question who, when a message of the user's about it
+    names someone ("I think you're right." after "Bertrand tunes my harpsichord.");
+    ``denied``, saying something is not so when no message of the user's about it
+    (``told``) does ("I'm sorry, I don't sing tenor." after "I sing tenor in the cathedral
+    choir.")."""
     question = question_part(message)[0]
     if not asks_back(question) or ABSTAINS.search(reply) or DOUBTS.search(reply):
         return None
@@ -144,12 +145,12 @@ def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | N
     told_colour = any(COLOURS & set(words(text)) for text in about)
     if _COLOUR_WORDS & asked and told_colour and not COLOURS & set(answered):
         return "no_colour"
-    as_itself = answered[:1] == ["i'm"] or answered[:2] == ["i", "am"]
-    if _WHO & asked and not SECOND_PERSON & asked:
-        if as_itself:
-            return "persona"
-        if any(_names(text) for text in about) and not _names(reply):
-            return "no_name"
+    itself = answered[:1] == ["i'm"] or answered[:2] in (["i", "am"], ["my", "name"])
+    someone = not SECOND_PERSON & asked and (_WHO & asked or not FIRST_PERSON & asked)
+    if someone and itself:
+        return "persona"
+    if someone and _WHO & asked and any(_names(t) for t in about) and not _names(reply):
+        return "no_name"
     if _NEGATION.search(reply) and not any(_NEGATION.search(text) for text in about):
         return "denied"
     return None

@@ -918,6 +918,11 @@ def test_the_assistant_naming_itself_to_a_question_about_someone_else_is_a_perso
         assert borrowed(said, tuner, "").problem == "persona"
     assert borrowed("Bertrand does.", tuner, "") is None
     assert borrowed("I'm your assistant.", context("Who are you?"), "") is None
+    # Asked about someone, not "Who": the assistant is not them either.
+    lukas = context("What is Lukas's surname?", "Our neighbour Lukas walks our dog.", "Ok.")
+    assert borrowed("My name is Lukas.", lukas, "").problem == "persona"
+    teach = context("What do I do?", "I teach maths.", "Ok.")
+    assert borrowed("I'm a maths teacher.", teach, "") is None  # the user's voice, not a persona
 
 
 def test_a_reply_that_says_what_the_user_told_is_not_so_is_denied():
