@@ -42,6 +42,17 @@ def scrape(base_url: str) -> dict:
     return by_name(text_string_to_metric_families(text))
 
 
+def scrape_settled(base_url: str, ready, timeout: float = 30) -> dict:
+    """The metrics once ``ready(families)`` holds, or at ``timeout``: a worker observes a
+    job's run time just after the job's end is visible to its client."""
+    deadline = time.monotonic() + timeout
+    families = scrape(base_url)
+    while not ready(families) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        families = scrape(base_url)
+    return families
+
+
 def http_counts_by_process(directory: Path, pids: set[int]) -> dict[int, float]:
     """The /api.php counter of each web process, from that process's own file alone."""
     counts = {}
@@ -136,7 +147,11 @@ def test_counters_are_exact_across_web_and_worker_processes_and_logs_hold_no_sec
     chat = wait_for_job(web.url, key, posted["data"]["job_id"])
     assert task["status"] == chat["status"] == "finished"
 
-    families = scrape(web.url)
+    def chat_run_observed(families: dict) -> bool:
+        sample = "llmgw_job_run_seconds_count"
+        return bool(value(families, "llmgw_job_run_seconds", sample, kind="chat"))
+
+    families = scrape_settled(web.url, chat_run_observed)
     assert (
         value(
             families,
