@@ -1488,15 +1488,91 @@ FRESH_38 = [
          "What are the last digits of the tandem's frame number?", ("4471",)),
 ]  # fmt: skip
 
+# Session 42's fresh half, written before any change of that session, in other words than
+# every case above: updates told as plans that changed, prices, owners, places and habits,
+# some with a word saying so ("switched", "swapped", "handed over", "no longer"), some only
+# restated, one told of someone else, one that names the old value again. Nothing is tuned
+# on it; only its summary lines are read. From session 42 on, fresh38 is tuning material.
+FRESH_42 = [
+    Case("updates", _user("Our book group reads at Marisol's flat.",
+                          "The book group has switched to meeting at the library annexe."),
+         "Where does our book group meet?", ("annexe", "library")),
+    Case("updates", _user("My gym locker is number 112.", "They swapped my gym locker for number 87."),
+         "What number is my gym locker?", ("87",)),
+    Case("updates", _user("The allotment committee chair is Godfrey.",
+                          "Godfrey handed over the allotment committee to Priyanka."),
+         "Who chairs the allotment committee?", ("priyanka",)),
+    Case("updates", _user("My season ticket costs 640 a year.", "My season ticket costs 715 a year."),
+         "How much is my season ticket?", ("715",)),
+    Case("updates", _user("I take the 47 bus to the office.",
+                          "I no longer take the bus; I cycle to the office along the canal."),
+         "How do I get to the office?", ("cycle", "bike", "canal")),
+    Case("updates", _user("My niece Ottilie studies in Leeds.",
+                          "Ottilie transferred to a university in Dundee."),
+         "Where does Ottilie study?", ("dundee",)),
+    Case("updates", _user("We feed the cat Whiskas.", "The vet put the cat on Royal Canin instead of Whiskas."),
+         "What food does the cat eat?", ("royal canin",)),
+    Case("updates", _user("My dentist appointment is on the 9th of June.",
+                          "The dental surgery pushed my appointment back to the 23rd of June."),
+         "When am I seeing the dentist?", ("23",)),
+    Case("updates", _user("The choir rehearses on Tuesday evenings.",
+                          "Choir rehearsals are on Monday evenings from now on."),
+         "Which evening is choir rehearsal?", ("monday",)),
+    Case("updates", _user("My mobile provider is Vodafone.", "I'm with Giffgaff for my phone since April."),
+         "Which network is my mobile on?", ("giffgaff",)),
+    Case("updates", _user("Our car is a silver Skoda Octavia.",
+                          "We sold the Skoda and bought a red Kia Niro."),
+         "What car do we drive?", ("kia", "niro")),
+    Case("updates", _user("My manager at work is Bartholomew.",
+                          "After the reorganisation I report to Henrietta."),
+         "Who is my boss?", ("henrietta",)),
+    Case("updates", _user("The wifi password is heron-lantern.",
+                          "I changed the wifi password to quince-harbour."),
+         "What's the wifi password?", ("quince-harbour",)),
+    Case("updates", _user("I walk the dog at six in the morning.",
+                          "These days I walk the dog at half past seven."),
+         "What time do I walk the dog?", ("seven", "7:30")),
+    Case("updates", _user("My favourite cheese is Wensleydale.",
+                          "Wensleydale was my favourite, but now I prefer Comté."),
+         "Which cheese do I like most?", ("comté", "comte")),
+    Case("multi_session", _user("My godson is Tobiah.", "Tobiah is learning the cello.",
+                                "Tobiah's cello teacher lives in Keswick."),
+         "What instrument does my godson play, and where does his teacher live?",
+         ("cello", "keswick")),
+    Case("multi_session", _user("Our landlord is Mr. Okonkwo.", "Mr. Okonkwo collects the rent on the 2nd.",
+                                "Mr. Okonkwo's office is on Quarry Lane."),
+         "On which day does the man who owns our flat take the rent, and where is his office?",
+         ("2nd", "quarry")),
+    Case("multi_session", _user("My running partner is Saoirse.", "Saoirse trains for the Berlin marathon.",
+                                "Saoirse's best time is 3 hours 12 minutes."),
+         "Which race is the woman I run with training for, and what is her best time?",
+         ("berlin", "3 hours 12", "3:12")),
+    Case("abstention", _user("My cousin Florian repairs clocks in Lübeck."),
+         "What is Florian's phone number?", ABSTAIN),
+    Case("abstention", _user("The greenhouse heater runs on paraffin."),
+         "What fuel does the garage boiler use?", ABSTAIN),
+    Case("assistant", _said("Pick a name for my rowing boat.", "How about calling it Marigold?"),
+         "What did you suggest I name the boat?", ("marigold",),
+         ("How about calling it Marigold?",)),
+    Case("assistant", _said("Reserve a table at the Thai place for Friday.",
+                            "Reserved a table for four at Baan Siam on Friday at 7 p.m., reference BS-7712."),
+         "What booking reference did you give me for dinner?", ("bs-7712",),
+         ("Reserved a table for four at Baan Siam on Friday at 7 p.m., reference BS-7712.",)),
+    Case("extraction", _user("The spare fuses are in the tin above the fridge."),
+         "Where are the spare fuses kept?", ("tin", "fridge")),
+    Case("extraction", _user("My passport number ends in 3308."),
+         "What are the last digits of my passport number?", ("3308",)),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
 # shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32, fresh35,
-# fresh36 and fresh37 are tuning material (their failures were read); the tuning half proper is
+# fresh36, fresh37 and fresh38 are tuning material (their failures were read); the tuning half proper is
 # ``TUNING``. fresh33 and fresh34 are held out too: run them with
 # ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
           "fresh34": FRESH_34, "fresh35": FRESH_35, "fresh36": FRESH_36,
-          "fresh37": FRESH_37, "fresh38": FRESH_38}  # fmt: skip
-FRESH = "fresh38"
+          "fresh37": FRESH_37, "fresh38": FRESH_38, "fresh42": FRESH_42}  # fmt: skip
+FRESH = "fresh42"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
