@@ -18,7 +18,8 @@
   and placed after the best, itself after its partner (ranks -1 and -2): a value said
   again later reads as current, on the line the model reads last. A line about the same
   topic less close to the best than such a message does not outrank it
-  (:func:`_past_echoes`). The older hits of its
+  (:func:`_past_echoes`), nor one about something else that such a message outdoes
+  (:func:`_outdone`). The older hits of its
   role about it by meaning alone are replaced by it (``Item.replaced_by``): the builder
   leaves them out of the prompt and its step lists them, so that a small model cannot
   answer the stale value; so is the hit it may say what changed of (``Item.updates``),
@@ -39,6 +40,7 @@
 """
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from conversations import entities, linked, selectors, vectors
@@ -130,6 +132,10 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
             return float(unit[hit.seq] @ unit[best.seq])
         return None
 
+    updating = [hit for hit in heads.values() if hit.updates == best.seq]
+    for i, hit in heads.items():
+        if hit.updates == best.seq and _outdone(hit, updating, closeness):
+            heads[i] = replace(hit, updates=None)
     related = {i: _relation(best, hit, closeness(hit)) for i, hit in heads.items() if i != at}
     same = [i for i, relation in related.items() if relation]
     if not same:
@@ -151,16 +157,34 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     # Ursula Le Guin is the author I love most." 0.16 less similar to the question than
     # "My favourite author is Haruki Murakami.", 0.04 less than "Murakami has been my
     # favourite writer for years.").
+    newer = [heads[i] for i in updating]
     for i in sorted(scored.keys() - {at, *same}):
         hit = scored[i]
         again = any(_again(hit, heads[r], unit) for r in rivals)
-        if again and (closeness(hit) or 0.0) >= linked.NEIGHBOUR:
+        near = (closeness(hit) or 0.0) >= linked.NEIGHBOUR
+        if again and near and not _outdone(hit, newer, closeness):
             related[i] = MEANING
             same.append(i)
             rivals.append(i)
     latest = max([at, *(rivals or same), *updating], key=lambda i: heads[i].seq)
     changes = heads[latest].updates is not None
     return latest, _replaced(heads, related, latest) if rivals or changes else {}
+
+
+def _outdone(hit: Item, updating: list[Item], closeness: Callable) -> bool:
+    """Whether a hit that may say what changed the best hit (``updating``: those retrieval
+    found so) is closer to the best in meaning than ``hit`` by more than
+    ``SAME_TOPIC_MARGIN``, and more similar to the question. A line about something else
+    that stood out among those said after the best ("My aunt Rosamund teaches pilates in
+    Bath.", 0.38 close to "My chiropractor is Dr. Pennington.") is not what changed it, nor
+    says it again, beside "Dr. Pennington moved practices, so ..." (0.56 close, more like
+    the question)."""
+    near = closeness(hit) or 0.0
+    return any(
+        (closeness(other) or 0.0) - near > SAME_TOPIC_MARGIN
+        and (other.similarity or 0.0) > (hit.similarity or 0.0)
+        for other in updating
+    )
 
 
 def _past_echoes(

@@ -17,10 +17,12 @@ question. A hit is kept only when it stands out:
   meaning is about something else ("My tennis coach is Ingrid.", 0.34, beside "My boss is
   called Heather.", 0.60, for "What is my boss's husband called?" would bring Ingrid's
   messages along), unless it is the first hit by words and has ``TEXT_SHARE`` of the
-  question's terms (words and meaning agree), or it is said after the best match, by the
-  same speaker, and close to it in meaning: it may say what changed ("Honestly, Nakamura
-  Ramen has become my favourite restaurant.", 0.47, after "My favourite restaurant is
-  Bistro Lumière.", 0.61, for "Which restaurant do I like best?").
+  question's terms (words and meaning agree), or it is said by the best match's speaker
+  about the same: after it and close to it in meaning, it may say what changed
+  ("Honestly, Nakamura Ramen has become my favourite restaurant.", 0.47, after "My
+  favourite restaurant is Bistro Lumière.", 0.61, for "Which restaurant do I like
+  best?"); before it and closer still, it is what the best may have changed (the agent
+  marks the newer as the most recent).
 
 The values were chosen on the tuning half of ``bench/memory_abilities.py`` (the
 held-out half is only measured). What the floor left out is returned in ``dropped``
@@ -55,8 +57,9 @@ class Floor:
     standout: float = 0.0
     best: float = 0.0  # the best similarity of the history
     first_worded: int | None = None  # the first hit by words
-    # Whether a message is said after the best match and close to it in meaning.
-    follows_best: Callable[[int], bool] = lambda seq: False
+    # Whether a message is said by the best match's speaker, after it and close to it in
+    # meaning, or before it and closer still.
+    beside_best: Callable[[int], bool] = lambda seq: False
 
 
 def background(similarity: np.ndarray) -> float:
@@ -124,13 +127,13 @@ def _why_not(
 def _behind(row: Row, floor: Floor) -> bool:
     """Whether ``row`` is more than ``BEHIND_BEST`` less similar than the best match and
     neither the first hit by words (with ``TEXT_SHARE`` of the question's terms) nor one
-    said after the best match about the same."""
+    said by the best match's speaker about the same."""
     if floor.best - row.get("similarity", floor.best) <= BEHIND_BEST:
         return False
     worded = row["seq"] == floor.first_worded
     if worded and _matched_share(floor.query_terms, row["content"]) >= TEXT_SHARE:
         return False
-    return not floor.follows_best(row["seq"])
+    return not floor.beside_best(row["seq"])
 
 
 def kept(

@@ -315,23 +315,27 @@ def _gather(search: _Search, limit: int) -> None:
         )
 
 
-def _follows(conversation_id: str, seqs: np.ndarray, similarity: np.ndarray):
-    """Whether a message is said after the best match by meaning, by the same speaker, and
-    at least ``linked.NEIGHBOUR`` close to it (it may say what changed)."""
+def _beside_best(conversation_id: str, seqs: np.ndarray, similarity: np.ndarray):
+    """Whether a message is said by the best match's speaker and about the same thing: said
+    after it and at least ``linked.NEIGHBOUR`` close to it in meaning (it may say what
+    changed), or before it and at least ``linked.SAME_THING`` close (what it may have
+    changed: "Our cleaner Bozena comes on Wednesdays." before "Bozena comes on Thursdays
+    now."; kept, the agent can mark the newer one as the most recent)."""
     if not len(seqs):
         return lambda seq: False
     best = int(seqs[int(np.argmax(similarity))])
 
-    def follows(seq: int) -> bool:
-        if seq <= best:
+    def beside(seq: int) -> bool:
+        if seq == best:
             return False
         rows = _rows(conversation_id, [best, seq])
         if len(rows) < 2 or rows[best]["role"] != rows[seq]["role"]:
             return False
         unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[best, seq])
-        return len(unit) == 2 and float(unit[best] @ unit[seq]) >= linked.NEIGHBOUR
+        close = linked.NEIGHBOUR if seq > best else linked.SAME_THING
+        return len(unit) == 2 and float(unit[best] @ unit[seq]) >= close
 
-    return follows
+    return beside
 
 
 @metrics.RETRIEVAL_DURATION.time()
@@ -367,7 +371,7 @@ def find_messages(
         standout=relevance.standout(similarity),
         best=relevance.best(similarity),
         first_worded=by_words[0] if by_words else None,
-        follows_best=_follows(conversation_id, seqs, similarity),
+        beside_best=_beside_best(conversation_id, seqs, similarity),
         query_terms=terms(query),
         worded=set(by_words),
         related=search.related,

@@ -36,7 +36,7 @@ def test_a_hit_close_behind_the_best_match_stays():
 
 def test_a_hit_said_after_the_best_match_and_about_the_same_stays_though_far_behind():
     later = {**COACH, "seq": 90, "content": "Heather retired; my boss is called Dana now."}
-    kept, _ = keep([BOSS, later], floor(follows_best=lambda seq: seq == 90))
+    kept, _ = keep([BOSS, later], floor(beside_best=lambda seq: seq == 90))
     assert kept == [63, 90]
 
 

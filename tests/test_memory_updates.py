@@ -9,6 +9,7 @@ from agents.models import PromptStyle
 from conversations import arrange, outdated, vectors
 from conversations.history import Item
 from conversations.render import transcript
+from conversations.retrieval import find_messages
 from tests.test_borrowing import context, notes, styled, temperatures
 from tests.test_context import build, conversation_with, owner, profile  # noqa: F401
 from tests.test_memory_current import hit
@@ -141,3 +142,43 @@ def test_the_old_value_again_without_its_lines_is_still_outdated(chat, runtime):
     )
     assert [n["kind"] for n in notes(job, "reply_borrowed")] == ["outdated"] * 3
     assert temperatures(runtime) == [0, 0, 0.7]
+
+
+def test_a_line_about_something_else_is_not_what_changed_the_best_hit_beside_an_update(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[2] = "My physiotherapist is Dr. Okafor."
+    contents[40] = "Dr. Okafor retired, so Mr. Lindqvist treats my shoulder now."
+    contents[70] = "My cousin Beatrix runs a yoga studio in Bristol."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    old = hit(3, "user", contents[2], 0.40, days=90)
+    new = updating(hit(41, "user", contents[40], 0.30, days=40), 3)
+    # Retrieval found the cousin's line too: it stood out among those said after the best.
+    stray = updating(hit(71, "user", contents[70], 0.21, days=20), 3)
+    groups = [[old], [new], [stray]]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert {item.seq: (item.mark, item.replaced_by) for item in arranged} == {
+        41: ("most recent", None),
+        3: ("", 41),
+        71: ("", None),
+    }
+    assert block_of(conversation, arranged, "Who looks after my shoulder?")[-1] == (
+        "#41 (1 month ago, most recent) User: " + contents[40]
+    )
+
+
+def test_an_older_message_of_the_same_thing_far_behind_the_best_stays_and_the_best_is_marked(
+    owner,  # noqa: F811
+):
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[10] = "Our window cleaner Tadeusz comes on Mondays."
+    contents[60] = "Tadeusz comes on Fridays now."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    question = "Which day does Tadeusz come?"
+    found = find_messages(conversation_id=conversation.pk, query=question, limit=10)
+    # 0.19 less similar to the question than the best, but 0.71 close to it in meaning.
+    assert [row["seq"] for row in found.rows][:2] == [61, 11]
+    groups = [[Item.from_row(row)] for row in found.rows]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert [(item.seq, item.mark) for item in arranged][:2] == [(61, "most recent"), (11, "")]
