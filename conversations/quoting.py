@@ -21,15 +21,21 @@ says that it does not know; the quote says only what the user said, and says so.
   not about "my sister's work"), or, when it names nothing so, a content word of it; or a
   short message among the closest in meaning; never a question;
 * the newest wins: a later message on the same thing is the update ("I swapped lockers,
-  mine is 205 now." after "My locker is 112.").
+  mine is 205 now." after "My locker is 112.");
+* a retrieved message of the user's that the prompt marks ``most recent`` (the newest of
+  several found about what the question is about: ``conversations.arrange``) is about
+  it whatever its words, and wins over the older ones ("Dr. Pennington moved practices,
+  so Anouk Verhoeven sees to my spine now." to "Who treats my back?", not "My
+  chiropractor is Dr. Pennington.").
 """
 
 from collections.abc import Collection
 
 from agents.replies import sentences
+from conversations.arrange import LATEST
 from conversations.asking import ABSTAINS, asks_back, is_question
 from conversations.borrowing import ABSTENTION_WORDS, told_about
-from conversations.context import Context
+from conversations.context import Context, Item
 from conversations.models import Role
 from conversations.told import asked_subject, named
 from conversations.wording import FIRST_PERSON, SECOND_PERSON, content_words, words
@@ -57,26 +63,38 @@ def told_sentence(
     best: tuple[int, str] | None = None
     # A message after the newest of the closest in meaning may be its update.
     after = max(relevant, default=None) if relevant is not None else None
-    for item in told_about(context, similar):
+    for item in _candidates(context, similar):
+        marked = item.mark == LATEST
         if item.role != Role.USER or item.seq in stale:
             continue
         if (
             relevant is not None
             and item.seq not in relevant
             and (after is None or item.seq < after)
+            and not marked
         ):
             continue
         for part in _parts(item.content):
             held = content_words(part)
             # What the question names as theirs, or else a word of it, named; or a short
             # message among the closest in meaning ("I'm the banjo player in a bluegrass
-            # group." to "What's my instrument in the bluegrass group?").
+            # group." to "What's my instrument in the bluegrass group?") or marked the
+            # most recent of those retrieval found about it.
             about = any(named(word, held) for word in subject or asked) or (
-                part == item.content.strip() and item.seq in similar
+                part == item.content.strip() and (item.seq in similar or marked)
             )
             if about and (best is None or item.seq > best[0]):
                 best = (item.seq, part)
     return None if best is None else best[1]
+
+
+def _candidates(context: Context, similar: Collection[int]) -> list[Item]:
+    """The messages the question asks about (``borrowing.told_about``), and the retrieved
+    one marked the most recent."""
+    found = told_about(context, similar)
+    seen = {item.seq for item in found}
+    marked = [item for item in context.retrieved if item.mark == LATEST and item.seq not in seen]
+    return found + marked
 
 
 def _asks_the_assistant(question: str) -> bool:

@@ -1,6 +1,8 @@
 """The user's own sentence, quoted beside "I don't know." where the model could not answer
 from it (``conversations.quoting``): which sentence, and when none."""
 
+from dataclasses import replace
+
 from conversations.context import Context, Item
 from conversations.quoting import quoted, told_sentence
 
@@ -112,3 +114,24 @@ def test_the_quote_says_it_does_not_know_in_the_profiles_words_then_what_the_use
     assert quoted("Sorry, I cannot say.", "My dog is Rex.") == (
         "Sorry, I cannot say. You told me: “My dog is Rex.”"
     )
+
+
+def test_the_retrieved_message_marked_most_recent_is_quoted_whatever_its_words():
+    asked = context(
+        "Who looks after my teeth?",
+        "Nice day.",
+        retrieved=(
+            "My dentist is Dr. Farrow.",
+            "Dr. Farrow retired, so Ms. Quayle sees to my fillings now.",
+        ),
+    )
+    older, newer = asked.retrieved
+    asked.retrieved = [older, replace(newer, mark="most recent")]
+    # The older is the closer in meaning; the newer names nothing the question names.
+    assert told_sentence(asked, similar={1}, relevant={1}) == newer.content
+    # Unmarked, the newer is no candidate: the older is quoted.
+    asked.retrieved = [older, newer]
+    assert told_sentence(asked, similar={1}, relevant={1}) == older.content
+    # Never a stale one, marked or not.
+    asked.retrieved = [older, replace(newer, mark="most recent")]
+    assert told_sentence(asked, similar={1}, relevant={1}, stale={2}) == older.content
