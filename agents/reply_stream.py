@@ -191,5 +191,18 @@ class ReplyStream:
         if clause:
             earlier = [span for sentence in earlier for span in clauses(self.raw, *sentence)]
         return bool(so_far) and any(
-            words_of(self.raw[start:end])[: len(so_far)] == so_far for start, end in earlier
+            _starts_as(so_far, words_of(self.raw[start:end])) for start, end in earlier
         )
+
+
+def _starts_as(so_far: tuple[str, ...], earlier: tuple[str, ...]) -> bool:
+    """Whether words written so far begin as ``earlier`` does, or hold all of it and go
+    on: a marker still to come may cut what follows (", a source of joy, a source of
+    joyThe assistant can use tools" is cut to the loop ", a source of joy" said twice),
+    its last word glued to the next ("joyThe")."""
+    if len(so_far) <= len(earlier):
+        return earlier[: len(so_far)] == so_far
+    return bool(earlier) and (
+        so_far[: len(earlier) - 1] == earlier[:-1]
+        and so_far[len(earlier) - 1].startswith(earlier[-1])
+    )
