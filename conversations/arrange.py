@@ -132,10 +132,10 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
             return float(unit[hit.seq] @ unit[best.seq])
         return None
 
-    updating = [hit for hit in heads.values() if hit.updates == best.seq]
+    found_updating = [hit for hit in heads.values() if hit.updates == best.seq]
     for i, hit in heads.items():
-        if hit.updates == best.seq and _outdone(hit, updating, closeness):
-            heads[i] = replace(hit, updates=None)
+        if hit.updates == best.seq and _outdone(hit, found_updating, closeness):
+            heads[i] = replace(hit, updates=None)  # a stray: not what changed the best
     related = {i: _relation(best, hit, closeness(hit)) for i, hit in heads.items() if i != at}
     same = [i for i, relation in related.items() if relation]
     if not same:
