@@ -275,6 +275,8 @@ class Asker:
                              for m in result.get("messages", [])]  # fmt: skip
                     print(question, step["input"], found, result.get("left_out", [])[:4],
                           file=sys.stderr)  # fmt: skip
+                elif step["name"].startswith("reply_"):  # the reply checks' notes
+                    print("   ", step["name"], step["input"], step["output"], file=sys.stderr)
         self.fixture.call("forget", job_id=job["job_id"])
         reply = ((job.get("final_result") or {}).get("message") or {}).get("content", "")
         return prompt, first_context(job)[1], reply
