@@ -1,15 +1,13 @@
 """Replies that borrow from the prompt's scaffolding instead of answering the conversation.
 
-A small model, a base model above all, copies what its prompt shows it: the facts of the
-system prompt's example conversation ("you don't have a bike in the shed"), its own
-previous reply, or a plausible value that is not the one the user gave ("I like blue."
-after "My favourite colour is teal."). :func:`borrowed` finds three such replies, whatever
-the prompt style, by comparing the reply with the context the model was given:
+A small model, a base model above all, copies what its prompt shows it: the example
+conversation's facts ("you don't have a bike in the shed"), its previous reply, a value
+not the user's ("I like blue." after "My favourite colour is teal."). :func:`borrowed`
+finds such replies, whatever the prompt style, by comparing them with the model's context:
 
-* ``example``: the reply names a fact of the example conversation in the system prompt (a
-  word of its ``User:``/``Assistant:`` lines that is not a common word), or a tool of the
-  tool list ("The assistant can use the calculator ..."), which nothing in the
-  conversation says;
+* ``example``: the reply names a fact of the system prompt's example conversation (a word
+  of its ``User:``/``Assistant:`` lines, not a common word) or a tool of its tool list
+  ("The assistant can use the calculator ..."), which nothing in the conversation says;
 * ``repeat``: the reply is the previous reply again, while the user said something else
   (but "I don't know." again to a question: an honest abstention borrows nothing);
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
@@ -27,11 +25,9 @@ the prompt style, by comparing the reply with the context the model was given:
   grey." to "What colour is the stair carpet?"), or a time (a day, a month, digits: "It's
   the 15th." to "Which day is the roof being mended?", checked after the others);
 * ``ungrounded``: the user asks to be reminded of something of their own ("What/which/
-  where ... my ...?", not asking for advice nor for a yes or a no), and the reply
-  uses no word of what the messages about it said beyond the question's own words ("I
-  have a code for your locker." after "My locker code is 4821."): it did not answer from
-  them. The messages about it (:func:`told_about`) are those that share a word with the
-  question, and those the caller found close to it in meaning;
+  where ... my ...?", not for advice nor a yes or no), and the reply uses no word of the
+  messages about it (:func:`told_about`) beyond the question's ("I have a code for your
+  locker." after "My locker code is 4821."): it did not answer from them;
 * ``unfounded``: the user asks to be told something back about their own things or about
   what they told ("Who do I rent from?"; "What does Benedikt do?": a message of theirs
   holds every word of the question), and no word of the reply beyond the question's own is in
@@ -81,9 +77,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from conversations.alike import Alike
-from conversations.asking import (
-    ABSTAINS as _ABSTAINS,
-)
+from conversations.asking import ABSTAINS as _ABSTAINS
 from conversations.asking import (
     DOUBTS,
     asks_about_the_user,
@@ -186,12 +180,14 @@ def asks_to_recall(context: Context) -> bool:
 _ASKS_OWN_NAME = re.compile(r"\bmy name\b|\bam i called\b|\bwho am i\b", re.IGNORECASE)
 
 
-def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
+def told_about(
+    context: Context, similar: Collection[int] = (), unrelated: Collection[int] = ()
+) -> list[Item]:
     """The messages of the context (recent and retrieved) that the new message asks about:
     those sharing a word with it, those whose seq is in ``similar``, and, to a question of
     the user's own, the user's that say they changed something of theirs ("I just moved
-    to Valencia." to "Where do I live now?"), and to one for their name those that give
-    it ("Hi! I'm Ines." to "What's my name?", which share no word)."""
+    to Valencia." to "Where do I live now?"; none of ``unrelated``, ``changed_own``), and
+    to one for their name those that give it ("Hi! I'm Ines." to "What's my name?")."""
     asked = content_words(context.message.content)
     own = asks_about_the_user(context.message.content)
     own_name = bool(_ASKS_OWN_NAME.search(context.message.content))
@@ -201,7 +197,7 @@ def told_about(context: Context, similar: Collection[int] = ()) -> list[Item]:
         if item.seq in seen or item.seq == context.message.seq:
             continue
         users = item.role == "user"
-        changed = own and users and changed_own(item, asked)
+        changed = own and users and changed_own(item, asked, unrelated)
         gives_name = own_name and users and bool(introduced_names(item.content))
         held = content_words(item.content)
         shares = any(named(word, held) for word in asked)  # "cleaner" to "Who cleans?" too
@@ -268,11 +264,12 @@ def _not_their_name(reply: str, context: Context) -> Borrowed | None:
     return Borrowed("elsewhere", tuple(sorted(answered)))
 
 
-def _outdated(reply: str, context: Context) -> Borrowed | None:
+def _outdated(reply: str, context: Context, unrelated: Collection[int]) -> Borrowed | None:
     """``outdated`` (see the module) for a question that asks to recall something, or None."""
     if _ABSTAINS.search(reply):
         return None
-    newer = outdated(reply, context, own=asks_about_the_user(context.message.content))
+    own = asks_about_the_user(context.message.content)
+    newer = outdated(reply, context, own=own, unrelated=unrelated)
     newer = newer or left_out(reply, context)
     return Borrowed("outdated", newer) if newer else None
 
@@ -284,7 +281,7 @@ def _fact_words(text: str) -> set[str]:
 
 
 def _unfounded(
-    reply: str, context: Context, relevant: Collection[int] | None = None
+    reply: str, context: Context, relevant: Collection[int] | None, unrelated: Collection[int]
 ) -> Borrowed | None:
     """``unfounded`` (see the module) for a question that asks to be told something back, or
     None: when it is not of the user's own and no message of theirs holds all its words
@@ -298,7 +295,8 @@ def _unfounded(
     asked = _fact_words(question)
     grounds = user_items(context)
     if relevant is not None:
-        grounds = [item for item in told_about(context, relevant) if item.role == "user"]
+        about = told_about(context, relevant, unrelated)
+        grounds = [item for item in about if item.role == "user"]
     told = [context.summary, telling, *(said_of(item.content, asked) for item in grounds)]
     if SECOND_PERSON & set(words(question)):
         shown = (*context.recent, *context.retrieved)
@@ -358,12 +356,14 @@ def borrowed(
     similar: Collection[int] = (),
     relevant: Collection[int] | None = None,
     alike: Alike | None = None,
+    unrelated: Collection[int] = (),
 ) -> Borrowed | None:
     """Why ``reply`` borrows from the prompt rather than answering (see the module), or
     None when it does not. ``similar``: the seqs of the messages close in meaning to the
     new one (:func:`told_about`); ``relevant``: the user's messages most relevant to it,
     the only ones an ``unfounded`` reply's facts may come from (None: any of theirs);
-    ``alike``: whether two words name the same thing (``conversations.alike``)."""
+    ``alike``: whether two words name the same thing (``conversations.alike``);
+    ``unrelated``: the messages far from it in meaning (``outdated.changed_own``)."""
     shown = said(context)
     reply_words = set(words(reply))
     copied = sorted((reply_words & example_facts(system_prompt, context.head)) - shown)
@@ -389,11 +389,12 @@ def borrowed(
     found = None
     if asks_to_recall(context):
         found = _unsupported_subject(reply, context, alike) or _not_their_name(reply, context)
-        found = found or _outdated(reply, context)
-        found = found or _ungrounded(reply, context, told_about(context, similar))
-        found = found or _unfounded(reply, context, relevant)
+        found = found or _outdated(reply, context, unrelated)
+        found = found or _ungrounded(reply, context, told_about(context, similar, unrelated))
+        found = found or _unfounded(reply, context, relevant, unrelated)
     elif asks_back(context.message.content):
-        found = _outdated(reply, context) or _unfounded(reply, context, relevant)
+        found = _outdated(reply, context, unrelated)
+        found = found or _unfounded(reply, context, relevant, unrelated)
     found = found or _unsupported(reply, context, shown, kinds=("time",))
     shape = wrong_shape(reply, context.message.content, told[1:])
     return found or (Borrowed(shape) if shape else None)

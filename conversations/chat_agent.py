@@ -37,16 +37,16 @@
    that asks to be told something back, an ``unknown_reply`` given so, or a reply of the
    model's that only says it does not know, is followed by the user's sentence about what
    they ask, quoted ("I don't know. You told me: “My favourite colour is teal.”":
-   ``conversations.quoting``), when there is one. To a question
-   about the user's own things, a reply's sentences that tell their facts in their voice ("I
+   ``conversations.quoting``), when there is one (when the user named nothing asked, only
+   the retrieved message marked the most recent of those about it). To a question about
+   the user's own things, a reply's sentences that tell their facts in their voice ("I
    work in Leeds." to "Where do I work?") are said as the assistant ("You work in Leeds.":
    ``conversations.perspective``), as the reply streams. A model call whose text is not the
    reply is marked so (``Discard``: its streamed tokens are taken back), and the reply given
    instead is given by a note step whose tokens carry it (``Say``): the tokens of the step
    that produced the stored reply are that reply.
 4. **Store.** The reply is stored once (a service); then, when enough history slid out of
-   the window, the oldest of it is folded into the rolling summary (a ``model_call`` step
-   named ``summarize``).
+   the window, the oldest is folded into the rolling summary (a ``summarize`` model call).
 
 Every step is a request to the runner (``agents.actions``), which records it.
 """
@@ -66,6 +66,7 @@ from conversations.alike import embedded_alike
 from conversations.asking import asks_about_the_user, asks_back, is_question
 from conversations.borrowing import borrowed, told_about
 from conversations.chat_turn import ChatTurn
+from conversations.closeness import closeness, relevant_seqs, similar_seqs, unrelated_seqs
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
 from conversations.frame import EARLIER_HEADER
@@ -88,16 +89,6 @@ ACKNOWLEDGEMENT_REPLY = "Thanks for telling me."  # a profile's acknowledgement_
 DISCARDED_TOOL_CALL, DISCARDED_UNUSABLE, DISCARDED_BORROWED = "tool_call", "unusable", "borrowed"
 # It said it did not know: said again in the profile's words, the user's quoted if any.
 DISCARDED_QUOTED = "quoted"
-# The messages closest in meaning to the new one, by their vectors: what it may ask about
-# (``borrowing.told_about``) when it shares no word with them.
-SIMILAR_MESSAGES = 2
-SIMILAR_FLOOR = 0.35
-# A user's message about as close in meaning to the new one as the closest (within this
-# cosine) is one a reply's facts may come from (``relevant_seqs``).
-RELEVANT_MARGIN = 0.08
-# Below this cosine a message is about something else, however close it is beside the
-# others (a long filler turn's words are no answer when the fact is not in the prompt).
-RELEVANT_FLOOR = 0.25
 # The user's messages shown again just before a question that asks them back, at most.
 FOCUS_MESSAGES = 2
 
@@ -136,38 +127,6 @@ def first_context(job: Job) -> Steps:
     return (yield from turn.prepare(offer_tools=True))
 
 
-def closeness(turn: ChatTurn, context: Context) -> dict[int, float]:
-    """How close in meaning each of the context's messages is to the new one (cosine of
-    the stored vectors), by seq; empty without them."""
-    seqs = [item.seq for item in (*context.recent, *context.retrieved)]
-    try:
-        found = vectors.vectors_of(
-            conversation_id=turn.job.conversation_id, seqs=[*seqs, turn.message.seq]
-        )
-    except embeddings.EmbeddingUnavailable:
-        return {}
-    own = found.pop(turn.message.seq, None)
-    return {} if own is None else {seq: float(own @ vector) for seq, vector in found.items()}
-
-
-def similar_seqs(scores: dict[int, float]) -> set[int]:
-    """The seqs of the messages closest in meaning to the new one (see ``SIMILAR_*``)."""
-    scored = sorted(((score, seq) for seq, score in scores.items()), reverse=True)
-    return {seq for score, seq in scored[:SIMILAR_MESSAGES] if score >= SIMILAR_FLOOR}
-
-
-def relevant_seqs(context: Context, scores: dict[int, float]) -> set[int] | None:
-    """The user's messages most relevant to the new one (``borrowing.borrowed``'s
-    ``relevant``): the closest in meaning and those within ``RELEVANT_MARGIN`` of it, at
-    least ``RELEVANT_FLOOR`` (none when the prompt holds nothing on it); None without
-    vectors."""
-    own = {item.seq: scores[item.seq] for item in user_items(context) if item.seq in scores}
-    if not own:
-        return None
-    floor = max(max(own.values()) - RELEVANT_MARGIN, RELEVANT_FLOOR)
-    return {seq for seq, score in own.items() if score >= floor}
-
-
 def focused(context: Context, scores: dict[int, float]) -> Context:
     """The context of a call to a question that asks to be told something back: the
     user's messages it asks about (those not retrieved already; ``scores``: by
@@ -178,7 +137,7 @@ def focused(context: Context, scores: dict[int, float]) -> Context:
     shown = {item.seq for item in context.retrieved}
     about = [
         item
-        for item in told_about(context, similar_seqs(scores))
+        for item in told_about(context, similar_seqs(scores), unrelated_seqs(scores))
         if item.role == Role.USER and item.seq not in shown
     ][-FOCUS_MESSAGES:]
     extra = sum(item.cost(numbered=True) for item in about)
@@ -212,6 +171,7 @@ def _checked(
     found = borrowed(
         text, context, turn.profile.system_prompt, similar_seqs(scores),
         relevant=relevant_seqs(context, scores), alike=embedded_alike(),
+        unrelated=unrelated_seqs(scores),
     )  # fmt: skip
     if found is None:
         return (yield from _quoted_if_unknown(turn, context, text, scores))
@@ -226,17 +186,21 @@ def _checked(
     yield Discard(DISCARDED_BORROWED)
     if not last and turn.borrowed <= BORROWED_RETRIES and found.problem not in FINAL:
         return None
-    sentence = None if found.problem in FINAL else (yield from _told(turn, context, scores))
+    sentence = yield from _told(turn, context, scores, found.problem)
     instead = instead_of_borrowed(turn.profile, context.message.content, sentence)
     # Streamed as the reply is: its tokens are the stored reply.
     return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 
 
-def _told(turn: ChatTurn, context: Context, scores: dict[int, float]) -> Steps:
+def _told(turn: ChatTurn, context: Context, scores: dict[int, float], problem="") -> Steps:
     """The user's sentence to quote beside "I don't know." (``conversations.quoting``), or
-    None; a note says which."""
+    None; a note says which. After a reply refused as ``abstained`` none (nothing was
+    asked); as ``never_said`` only a retrieved one marked the most recent."""
+    if problem == "abstained":
+        return None
     similar, relevant = similar_seqs(scores), relevant_seqs(context, scores)
-    sentence = told_sentence(context, similar, relevant, turn.stale)
+    marked = problem == "never_said"
+    sentence = told_sentence(context, similar, relevant, turn.stale, marked_only=marked)
     if sentence is not None:
         yield Note("reply_quoted", {"sentence": sentence})
     return sentence

@@ -33,6 +33,7 @@ left to read.
 """
 
 import re
+from collections.abc import Collection
 from dataclasses import replace
 
 from conversations.context import Context, Item
@@ -62,9 +63,14 @@ _REPLACES = re.compile(r"\b(?:now|stopped)\b", re.IGNORECASE)
 _NEW = re.compile(r"\bnew (\w+)", re.IGNORECASE)
 
 
-def changed_own(item: Item, asked: set[str]) -> bool:
+def changed_own(item: Item, asked: set[str], unrelated: Collection[int] = ()) -> bool:
     """Whether a message of the user's tells they changed something of their own ("I just
-    moved to Valencia."): it names no thing of theirs, or only what is ``asked``."""
+    moved to Valencia."): it names no thing of theirs, or only what is ``asked``, and it is
+    not one of ``unrelated``, the seqs of messages known to be far in meaning from the
+    question (``chat_agent.unrelated_seqs``): "Dan and I moved everything about the team
+    lunch." changed nothing a question about a boat's berth asks."""
+    if item.seq in unrelated:
+        return False
     things = asked_subject(item.content)
     return bool(CHANGED.search(item.content)) and all(named(t, asked) for t in things)
 
@@ -129,9 +135,12 @@ def _replaced(
     )
 
 
-def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
+def outdated(
+    reply: str, context: Context, own: bool, unrelated: Collection[int] = ()
+) -> tuple[str, ...]:
     """What the user said since that the reply (to a question that asks to recall
-    something; ``own``: of the user's own) does not name (see the module), or ()."""
+    something; ``own``: of the user's own) does not name (see the module), or ();
+    ``unrelated``: as for :func:`changed_own`."""
     asked = content_words(context.message.content)
     answered = content_words(reply) - asked
     users = user_items(context)
@@ -158,7 +167,7 @@ def outdated(reply: str, context: Context, own: bool) -> tuple[str, ...]:
     # Leipzig." after "My sister Henrike lives in Bremen."), for a fact of the reply's kind.
     renamed = {item.seq for item in changes_of(holding, context, asked)}
     for item in users:
-        on_it = asked & content_words(item.content) or (own and changed_own(item, asked))
+        on_it = asked & content_words(item.content) or (own and changed_own(item, asked, unrelated))
         if item.seq <= last.seq or not (on_it or item.seq in renamed):
             continue
         changed = sorted(f for f in facts(item.content) - named_before if fact_kind(f) in kinds)

@@ -50,12 +50,16 @@ def told_sentence(
     similar: Collection[int],
     relevant: Collection[int] | None,
     stale: Collection[int] = (),
+    *,
+    marked_only: bool = False,
 ) -> str | None:
     """The sentence of the user's that answers the new message, quoted as the user said it
     (see the module); None when the message asks nothing back of theirs or nothing fits.
     ``similar``: the seqs closest in meaning to it; ``relevant``: the user's messages about
     as close as the closest (None without vectors: any that shares a word); ``stale``: the
-    messages whose value a later one changed (``conversations.outdated``), never quoted."""
+    messages whose value a later one changed (``conversations.outdated``), never quoted;
+    ``marked_only``: only a retrieved message marked the most recent is (the reply checks
+    found that the user never named what is asked: "back" for "spine")."""
     question = context.message.content
     if not asks_back(question) or _asks_the_assistant(question):
         return None
@@ -65,7 +69,7 @@ def told_sentence(
     after = max(relevant, default=None) if relevant is not None else None
     for item in _candidates(context, similar):
         marked = item.mark == LATEST
-        if item.role != Role.USER or item.seq in stale:
+        if item.role != Role.USER or item.seq in stale or (marked_only and not marked):
             continue
         if (
             relevant is not None

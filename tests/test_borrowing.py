@@ -868,6 +868,39 @@ def test_an_old_value_the_update_names_is_asked_again_shown_the_update(chat, run
     asked_again(runtime, style, changed=True)  # the retry without the old value
 
 
+BERTH = (
+    "Our narrowboat's mooring is berth 9.",
+    "Ok.",
+    "The harbourmaster reassigned our boat to berth 34 by the footbridge.",
+    "Ok.",
+    "Thanks! Dan and I moved everything about the dentist appointment tonight.",
+    "Ok.",
+)
+
+
+def test_a_change_far_in_meaning_from_the_question_makes_no_answer_outdated():
+    berth = context("Which berth is our boat moored at?", *BERTH)
+    # "I moved ..." reads as a change of the user's own, whatever it moved ...
+    assert borrowed("Berth 34.", berth, "").problem == "outdated"
+    # ... unless its meaning is known to be far from the question's.
+    assert borrowed("Berth 34.", berth, "", unrelated={5}) is None
+    assert borrowed("Berth 9.", berth, "", unrelated={5}).words == ("34",)
+    # A filler that changed nothing asked grounds no reply either.
+    filler = "Dan and I moved everything."
+    assert borrowed(filler, berth, "", unrelated={5}).problem == "ungrounded"
+
+
+def test_the_agent_knows_a_change_far_in_meaning_from_the_question(chat, runtime):  # noqa: F811
+    runtime.script = lambda prompt, body: "Ok."
+    for message in BERTH[::2]:
+        chat(message)
+    runtime.reset()
+    runtime.script = lambda prompt, body: "Berth 34."
+    job = chat("Which berth is our boat moored at?")
+    assert reply(job) == "Berth 34."
+    assert notes(job, "reply_borrowed") == []
+
+
 def test_a_reply_without_a_time_to_a_question_that_asks_when_is_no_time():
     heating = context("When is the heating man visiting?", "The boiler engineer comes on Friday.")
     assert borrowed("He's coming to the office.", heating, "").problem == "no_time"

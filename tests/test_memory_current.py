@@ -182,6 +182,24 @@ def test_a_chat_finds_facts_about_a_name_its_first_hit_gives(chat, runtime, owne
     assert through_ana
 
 
+def test_a_question_in_other_words_gets_the_current_message_quoted(chat, runtime, owner_key):  # noqa: F811
+    facts = {
+        101: "My chiropractor is Dr. Pennington.",
+        1501: "Dr. Pennington moved practices, so Anouk Verhoeven sees to my spine now.",
+    }
+    long_conversation(owner_key, 3000, facts=facts)
+    vectors.embed_pending(conversation_id=Message.objects.get(seq=101).conversation_id)
+    runtime.script = lambda prompt, body: "I see Dr. Pennington."
+    data = chat("Who treats my back?")
+    # The user never said "back": no retry can mend the answer (``never_said``), but the
+    # message retrieval marked the most recent about it is quoted, never the older one.
+    kinds = [
+        s.input["kind"] for s in Step.objects.filter(job_id=data["job_id"], name="reply_borrowed")
+    ]
+    assert kinds == ["never_said"]
+    assert reply_of(data["job_id"]) == f"I don't know. You told me: “{facts[1501]}”"
+
+
 def test_a_summary_is_cleaned_like_a_reply():
     text = 'The user parks on level 3.\nUser: thanks\n{"tool": "calculator", "arguments": {}}'
     assert clean_summary(text, limit=100) == "The user parks on level 3."

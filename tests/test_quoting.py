@@ -135,3 +135,18 @@ def test_the_retrieved_message_marked_most_recent_is_quoted_whatever_its_words()
     # Never a stale one, marked or not.
     asked.retrieved = [older, replace(newer, mark="most recent")]
     assert told_sentence(asked, similar={1}, relevant={1}, stale={2}) == older.content
+
+
+def test_only_the_message_marked_most_recent_is_quoted_when_asked_for_it_alone():
+    asked = context(
+        "Who looks after my teeth?",
+        "My dentist is Dr. Farrow.",
+        "Ok.",
+        retrieved=("Dr. Farrow retired, so Ms. Quayle sees to my fillings now.",),
+    )
+    [newer] = asked.retrieved
+    # The closest in meaning is quoted; asked for the marked one alone, nothing is.
+    assert told_sentence(asked, similar={2}, relevant={2}) == "My dentist is Dr. Farrow."
+    assert told_sentence(asked, similar={2}, relevant={2}, marked_only=True) is None
+    asked.retrieved = [replace(newer, mark="most recent")]
+    assert told_sentence(asked, similar={2}, relevant={2}, marked_only=True) == newer.content
