@@ -67,7 +67,7 @@ def changed_own(item: Item, asked: set[str], unrelated: Collection[int] = ()) ->
     """Whether a message of the user's tells they changed something of their own ("I just
     moved to Valencia."): it names no thing of theirs, or only what is ``asked``, and it is
     not one of ``unrelated``, the seqs of messages known to be far in meaning from the
-    question (``chat_agent.unrelated_seqs``): "Dan and I moved everything about the team
+    question (``closeness.unrelated_seqs``): "Dan and I moved everything about the team
     lunch." changed nothing a question about a boat's berth asks."""
     if item.seq in unrelated:
         return False
