@@ -24,10 +24,14 @@ question. Some are relevant only through another message:
   they stand out from the others said after it (at least ``STANDS_OUT`` closer than the
   next one: not one of many lines alike), said by the hit's speaker: a candidate at least
   ``NEIGHBOUR`` close and at most ``QUESTION_MARGIN`` less similar to the question than
-  the hit, or any message at least ``SAME_THING`` close, however unlike the question it reads
-  ("We've stopped going to the market; a veg box from Hilltop Farm arrives every Friday
-  now." is 0.19 similar to "Where do our vegetables come from?", 0.54 close to "We get
-  our vegetables from the Saturday market.").
+  the hit, or one that tells a change in so many words and names no name of the hit
+  (``outdated.tells_change``: "The council moved us to beach hut 61 ...", 0.42 close to
+  "Our beach hut at Southwold is number 23.", 0.28 less like the question; but not
+  "Casimir moved to Gdansk." after "Casimir repairs old motorbikes."), or any message at
+  least ``SAME_THING`` close,
+  however unlike the question it reads ("We've stopped going to the market; a veg box from
+  Hilltop Farm arrives every Friday now." is 0.19 similar to "Where do our vegetables come
+  from?", 0.54 close to "We get our vegetables from the Saturday market.").
 
 All are bounded: candidates are the fused ranking's first ``CANDIDATES``, names followed
 at most ``MAX_NAMES`` (``MAX_TRIES`` looked up), names tried as a whole at most
@@ -41,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from conversations import entities, vectors
+from conversations.outdated import tells_change
 from gateway import embeddings
 
 NEIGHBOUR = 0.35
@@ -164,14 +169,17 @@ def _may_update(hit: Row, row: Row, closeness: float, floor: float) -> bool:
     changed: said by the same speaker (a filler reply of the assistant's 0.34 close to "We
     bought the sofa at IKEA." says nothing of what the user bought), not about someone else
     (it opens with a name the hit does not have: "Ingrid is vegetarian." after "I'm
-    vegetarian."), and about as similar to the question (``floor``) or at least
-    ``SAME_THING`` close."""
+    vegetarian."), and telling a change (naming no name of the hit: "Casimir moved to
+    Gdansk." changes nothing of "Casimir repairs old motorbikes."), or about as similar to
+    the question (``floor``), or at least ``SAME_THING`` close."""
     words = entities.capitalised(row["content"])
     opens = words and row["content"].startswith(words[0])
     if opens and words[0].lower() not in hit["content"].lower():
         return False
     if row["role"] != hit["role"]:
         return False
+    if tells_change(row["content"]) and not set(words) & set(entities.capitalised(hit["content"])):
+        return True  # of one named person, a change may be of something else of theirs
     return row.get("similarity", 0.0) >= floor or closeness >= SAME_THING
 
 

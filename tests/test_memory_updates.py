@@ -6,13 +6,14 @@ import pytest
 from django.utils import timezone
 
 from agents.models import PromptStyle
-from conversations import arrange, outdated, vectors
+from conversations import arrange, linked, outdated, vectors
 from conversations.history import Item
 from conversations.render import transcript
 from conversations.retrieval import find_messages
 from tests.test_borrowing import context, notes, styled, temperatures
 from tests.test_context import build, conversation_with, owner, profile  # noqa: F401
 from tests.test_memory_current import hit
+from tests.test_memory_links import filler
 from tests.test_prompt_styles import chat, reply  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -182,3 +183,48 @@ def test_an_older_message_of_the_same_thing_far_behind_the_best_stays_and_the_be
     groups = [[Item.from_row(row)] for row in found.rows]
     arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
     assert [(item.seq, item.mark) for item in arranged][:2] == [(61, "most recent"), (11, "")]
+
+
+def test_a_later_line_that_tells_a_change_close_to_the_fact_is_its_update(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[10] = "Our beach hut at Southwold is number 23."
+    # 0.28 less like the question than the fact: only its telling a change says it is one.
+    contents[60] = "The council moved us to beach hut 61 at the far end of the promenade."
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    found = find_messages(
+        conversation_id=conversation.pk, query="Which beach hut number is ours?", limit=10
+    )
+    rows = {row["seq"]: row for row in found.rows}
+    assert rows[61].get("updates") == 11
+    groups = [[Item.from_row(row)] for row in found.rows]
+    arranged = arrange.arrange(conversation.pk, groups, timezone.now(), paired=0)
+    assert [(item.seq, item.mark, item.replaced_by) for item in arranged][:2] == [
+        (61, "most recent", None),
+        (11, "", 61),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fact", "change", "updates"),
+    [
+        ("Our beach hut at Southwold is number 23.", "The council moved us to beach hut 61.", True),
+        # Facts about one person add up: this change is of something else of theirs.
+        ("Casimir repairs old motorbikes.", "Casimir moved to Gdansk last year.", False),
+    ],
+)
+def test_a_later_line_that_tells_a_change_may_update_a_fact_unless_of_one_named(
+    owner,
+    fact,
+    change,
+    updates,  # noqa: F811
+):
+    contents = filler(120)
+    contents[10], contents[70] = fact, change
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    hit = {"seq": 11, "role": "user", "content": fact, "similarity": 0.8}
+    # Far less like the question than the fact: only its telling a change may make it one.
+    later = {"seq": 71, "role": "user", "content": change, "similarity": 0.3}
+    found = linked.newer_neighbours(conversation.pk, [hit], [later])
+    assert [row.get("updates") for row in found] == ([11] if updates else [])
