@@ -199,8 +199,10 @@ def _told(turn: ChatTurn, context: Context, scores: dict[int, float], problem=""
     if problem == "abstained":
         return None
     similar, relevant = similar_seqs(scores), relevant_seqs(context, scores)
-    marked = problem == "never_said"
-    sentence = told_sentence(context, similar, relevant, turn.stale, marked_only=marked)
+    sentence = told_sentence(
+        context, similar, relevant, turn.stale,
+        marked_only=problem == "never_said", unrelated=unrelated_seqs(scores),
+    )  # fmt: skip
     if sentence is not None:
         yield Note("reply_quoted", {"sentence": sentence})
     return sentence

@@ -52,6 +52,7 @@ def told_sentence(
     stale: Collection[int] = (),
     *,
     marked_only: bool = False,
+    unrelated: Collection[int] = (),
 ) -> str | None:
     """The sentence of the user's that answers the new message, quoted as the user said it
     (see the module); None when the message asks nothing back of theirs or nothing fits.
@@ -59,7 +60,10 @@ def told_sentence(
     as close as the closest (None without vectors: any that shares a word); ``stale``: the
     messages whose value a later one changed (``conversations.outdated``), never quoted;
     ``marked_only``: only a retrieved message marked the most recent is (the reply checks
-    found that the user never named what is asked: "back" for "spine")."""
+    found that the user never named what is asked: "back" for "spine"); ``unrelated``:
+    the messages known to be far from it in meaning (``closeness.unrelated_seqs``), which
+    are no update of the closest ("Here is the log: ... worker ..." to "Where does
+    Ludmila work?")."""
     question = context.message.content
     if not asks_back(question) or _asks_the_assistant(question):
         return None
@@ -67,14 +71,14 @@ def told_sentence(
     best: tuple[int, str] | None = None
     # A message after the newest of the closest in meaning may be its update.
     after = max(relevant, default=None) if relevant is not None else None
-    for item in _candidates(context, similar):
+    for item in _candidates(context, similar, unrelated):
         marked = item.mark == LATEST
         if item.role != Role.USER or item.seq in stale or (marked_only and not marked):
             continue
         if (
             relevant is not None
             and item.seq not in relevant
-            and (after is None or item.seq < after)
+            and (after is None or item.seq < after or item.seq in unrelated)
             and not marked
         ):
             continue
@@ -92,10 +96,12 @@ def told_sentence(
     return None if best is None else best[1]
 
 
-def _candidates(context: Context, similar: Collection[int]) -> list[Item]:
+def _candidates(
+    context: Context, similar: Collection[int], unrelated: Collection[int]
+) -> list[Item]:
     """The messages the question asks about (``borrowing.told_about``), and the retrieved
     one marked the most recent."""
-    found = told_about(context, similar)
+    found = told_about(context, similar, unrelated)
     seen = {item.seq for item in found}
     marked = [item for item in context.retrieved if item.mark == LATEST and item.seq not in seen]
     return found + marked

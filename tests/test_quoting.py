@@ -150,3 +150,18 @@ def test_only_the_message_marked_most_recent_is_quoted_when_asked_for_it_alone()
     assert told_sentence(asked, similar={2}, relevant={2}, marked_only=True) is None
     asked.retrieved = [replace(newer, mark="most recent")]
     assert told_sentence(asked, similar={2}, relevant={2}, marked_only=True) == newer.content
+
+
+def test_a_later_message_far_in_meaning_is_no_update_of_the_closest():
+    asked = context(
+        "Where does Ludmila work?",
+        "Ludmila took a desk job at the printing works.",
+        "Ok.",
+        "Here is the log: 10:12:46 INFO worker finn handled request in 886 ms",
+        "Thanks.",
+    )
+    # Said after the closest in meaning, it may be its update, unless known to be far.
+    assert told_sentence(asked, similar={1}, relevant={1}).startswith("Here is the log")
+    assert told_sentence(asked, similar={1}, relevant={1}, unrelated={3}) == (
+        "Ludmila took a desk job at the printing works."
+    )
