@@ -213,12 +213,7 @@ def test_a_later_line_that_tells_a_change_close_to_the_fact_is_its_update(owner)
         ("Casimir repairs old motorbikes.", "Casimir moved to Gdansk last year.", False),
     ],
 )
-def test_a_later_line_that_tells_a_change_may_update_a_fact_unless_of_one_named(
-    owner,
-    fact,
-    change,
-    updates,  # noqa: F811
-):
+def test_a_told_change_may_update_a_fact_unless_of_one_named(owner, fact, change, updates):  # noqa: F811
     contents = filler(120)
     contents[10], contents[70] = fact, change
     conversation = conversation_with(owner, contents)
