@@ -192,7 +192,7 @@ def _checked(
     return (yield Say(REPLACED_STEP, instead, {"reply": instead}))
 
 
-def _told(turn: ChatTurn, context: Context, scores: dict[int, float], problem="") -> Steps:
+def _told(turn: ChatTurn, context: Context, scores: dict[int, float], problem: str = "") -> Steps:
     """The user's sentence to quote beside "I don't know." (``conversations.quoting``), or
     None; a note says which. After a reply refused as ``abstained`` none (nothing was
     asked); as ``never_said`` only a retrieved one marked the most recent."""
