@@ -28,10 +28,10 @@ question. Some are relevant only through another message:
   (``outdated.tells_change``: "The council moved us to beach hut 61 ...", 0.42 close to
   "Our beach hut at Southwold is number 23.", 0.28 less like the question; but not
   "Casimir moved to Gdansk." after "Casimir repairs old motorbikes."), or any message at
-  least ``SAME_THING`` close,
-  however unlike the question it reads ("We've stopped going to the market; a veg box from
-  Hilltop Farm arrives every Friday now." is 0.19 similar to "Where do our vegetables come
-  from?", 0.54 close to "We get our vegetables from the Saturday market.").
+  least ``SAME_THING`` close, however unlike the question it reads ("We've stopped going
+  to the market; a veg box from Hilltop Farm arrives every Friday now." is 0.19 similar to
+  "Where do our vegetables come from?", 0.54 close to "We get our vegetables from the
+  Saturday market.").
 
 All are bounded: candidates are the fused ranking's first ``CANDIDATES``, names followed
 at most ``MAX_NAMES`` (``MAX_TRIES`` looked up), names tried as a whole at most
@@ -178,8 +178,9 @@ def _may_update(hit: Row, row: Row, closeness: float, floor: float) -> bool:
         return False
     if row["role"] != hit["role"]:
         return False
+    # Of one named person, a change told may be of something else of theirs.
     if tells_change(row["content"]) and not set(words) & set(entities.capitalised(hit["content"])):
-        return True  # of one named person, a change may be of something else of theirs
+        return True
     return row.get("similarity", 0.0) >= floor or closeness >= SAME_THING
 
 
