@@ -1564,15 +1564,97 @@ FRESH_42 = [
          "What are the last digits of my passport number?", ("3308",)),
 ]  # fmt: skip
 
+# Session 44's fresh half, written at the start of the session before any change of it, in
+# other words and on other things than every case above: updates told with a word of change
+# ("shifted", "transferred", "pushed back", "renamed"), restated with a new value, told of
+# someone else, one naming the old value again. Nothing is tuned on it; only its summary lines
+# are read. fresh42 stays held out beside it (summary only).
+FRESH_44 = [
+    Case("updates", _user("My fencing lessons are on Tuesday evenings.",
+                          "The club shifted my fencing lessons to Thursday evenings."),
+         "Which evening do I have fencing?", ("thursday",)),
+    Case("updates", _user("My pension is managed by Aviva.",
+                          "I transferred my pension from Aviva to Vanguard."),
+         "Who manages my pension?", ("vanguard",)),
+    Case("updates", _user("Our boiler engineer is Tobias Wren.",
+                          "We've had Orla Finnegan servicing the boiler since the spring."),
+         "Who services our boiler?", ("orla", "finnegan")),
+    Case("updates", _user("My desk at the office is by the lifts on floor 2.",
+                          "After the refit my desk is on floor 5 beside the kitchen."),
+         "Where is my desk at work?", ("floor 5", "fifth floor")),
+    Case("updates", _user("Grandad Ezekiel lives in a bungalow in Derby.",
+                          "Grandad Ezekiel moved in with Aunt Pim in Matlock."),
+         "Where does Grandad Ezekiel live?", ("matlock",)),
+    Case("updates", _user("Our drama group is staging Blithe Spirit.",
+                          "The drama group dropped Blithe Spirit and is doing Twelfth Night."),
+         "Which play is the drama group putting on?", ("twelfth night",)),
+    Case("updates", _user("I take the bus to the office.",
+                          "I've started driving to the office since the route was cut."),
+         "How do I get to the office?", ("driv", "car")),
+    Case("updates", _user("Our water bill is 38 a month.",
+                          "Severn Trent put our water bill up to 44 a month."),
+         "What do we pay for water each month?", ("44",)),
+    Case("updates", _user("My daughter Imogen goes to Hillcrest Primary.",
+                          "Imogen started at Westbury Secondary in September."),
+         "Which school does Imogen attend?", ("westbury",)),
+    Case("updates", _user("I drink hot chocolate before bed.",
+                          "I've swapped bedtime hot chocolate for chamomile."),
+         "What do I drink before bed?", ("chamomile",)),
+    Case("updates", _user("My e-reader is a Kindle Paperwhite.",
+                          "I gave the Kindle to my niece and read on a Kobo Libra now."),
+         "Which e-reader do I use?", ("kobo",)),
+    Case("updates", _user("Our street party is planned for the 14th of June.",
+                          "The street party has been pushed back to the 5th of July."),
+         "When is the street party?", ("5th of july", "july 5", "5 july")),
+    Case("updates", _user("My optician is Mr. Achterberg on Mill Road.",
+                          "Ms. Kowalczyk at the Castle Street practice tests my eyes these days."),
+         "Who tests my eyes?", ("kowalczyk",)),
+    Case("updates", _user("Our milk is delivered on Wednesdays.",
+                          "The milkman switched our delivery to Saturdays."),
+         "Which day does our milk arrive?", ("saturday",)),
+    Case("updates", _user("My sourdough starter is called Bubbles.",
+                          "I renamed the sourdough starter Clint Yeastwood."),
+         "What is my sourdough starter called?", ("clint", "yeastwood")),
+    Case("multi_session", _user("My neighbour is Ottoline.", "Ottoline restores canal boats.",
+                                "Ottoline's yard is in Stourport."),
+         "What does the woman next door restore, and where is her yard?",
+         ("canal boat", "stourport")),
+    Case("multi_session", _user("Our piano tuner is Gwilym.", "Gwilym charges 60 a visit.",
+                                "Gwilym's workshop is behind the bakery."),
+         "How much does the man who tunes our piano charge, and where is his workshop?",
+         ("60", "bakery")),
+    Case("multi_session", _user("My thesis supervisor is Rukmini.", "Rukmini used to work at CERN.",
+                                "Rukmini's favourite lab is the one in Grenoble."),
+         "Where did my supervisor work before, and which lab does she like best?",
+         ("cern", "grenoble")),
+    Case("abstention", _user("My uncle Bartosz sells antique maps."),
+         "What is Bartosz's email address?", ABSTAIN),
+    Case("abstention", _user("The caravan's awning is green."),
+         "What colour is the tent's flysheet?", ABSTAIN),
+    Case("assistant", _said("Suggest a password hint for my laptop.",
+                            "You could use 'first pet plus street number' as the hint."),
+         "What password hint did you propose?", ("first pet",),
+         ("You could use 'first pet plus street number' as the hint.",)),
+    Case("assistant", _said("Book the car in for its MOT.",
+                            "Booked the MOT at Kwik Garage on the 14th at 9 a.m., job number KG-4410."),
+         "What job number did you give me for the car's test?", ("kg-4410",),
+         ("Booked the MOT at Kwik Garage on the 14th at 9 a.m., job number KG-4410.",)),
+    Case("extraction", _user("The stopcock is under the sink in the utility room."),
+         "Where is the water stopcock?", ("utility", "sink")),
+    Case("extraction", _user("My national insurance number ends in 77C."),
+         "How does my national insurance number end?", ("77c",)),
+]  # fmt: skip
+
 # The halves by name (``MEMORY_BENCH_HALVES``); ``FRESH`` is the newest (its prompts are never
 # shown; see its comment for what has been read of it). fresh31, fresh31m, fresh32, fresh35,
 # fresh36, fresh37 and fresh38 are tuning material (their failures were read); the tuning half proper is
-# ``TUNING``. fresh33 and fresh34 are held out too: run them with
-# ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34``.
+# ``TUNING``. fresh33, fresh34 and fresh42 are held out too: run them with
+# ``MEMORY_BENCH_SUMMARY_ONLY=fresh33,fresh34,fresh42``.
 HALVES = {"tuning": TUNING, "held_out": HELD_OUT, "fresh31": FRESH_31,
           "fresh31m": FRESH_31_MULTI, "fresh32": FRESH_32, "fresh33": FRESH_33,
           "fresh34": FRESH_34, "fresh35": FRESH_35, "fresh36": FRESH_36,
-          "fresh37": FRESH_37, "fresh38": FRESH_38, "fresh42": FRESH_42}  # fmt: skip
-FRESH = "fresh42"
+          "fresh37": FRESH_37, "fresh38": FRESH_38, "fresh42": FRESH_42,
+          "fresh44": FRESH_44}  # fmt: skip
+FRESH = "fresh44"
 
 ABILITIES = ("extraction", "multi_session", "updates", "abstention", "assistant")
