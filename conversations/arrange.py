@@ -16,7 +16,9 @@
   about as similar to the question; or one of the messages said after it that stand out
   as the closest to it, ``Item.updates``), the newest of them is marked ``most recent``
   and placed after the best, itself after its partner (ranks -1 and -2): a value said
-  again later reads as current, on the line the model reads last. A line about the same
+  again later reads as current, on the line the model reads last. The best hit found
+  alone is marked so too when its speaker said something close to it in meaning before
+  (:func:`_said_before`: the floor left the older value out). A line about the same
   topic less close to the best than such a message does not outrank it
   (:func:`_past_echoes`), nor one about something else that such a message outdoes
   (:func:`_outdone`). The older hits of its
@@ -117,8 +119,10 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     """The index of the group whose hit is the newest of several about what the best hit
     (the most similar to the question) is about (:func:`_relation`): the newest of those
     about as relevant as the best (within ``REPLACE_MARGIN``), the best's own when it is
-    the newest, else the newest of all; None when no other hit is about it. And the groups
-    it replaces (:func:`_replaced`), only when it is one of those about as relevant."""
+    the newest, else the newest of all; when no other hit is about it, the best's own if
+    its speaker said something about the same before (:func:`_said_before`), else None.
+    And the groups it replaces (:func:`_replaced`), only when it is one of those about as
+    relevant."""
     heads = {i: g[0] for i, g in enumerate(groups) if g}
     scored = {i: hit for i, hit in heads.items() if hit.similarity is not None}
     if not scored:
@@ -139,7 +143,7 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     related = {i: _relation(best, hit, closeness(hit)) for i, hit in heads.items() if i != at}
     same = [i for i, relation in related.items() if relation]
     if not same:
-        return None, {}
+        return (at if _said_before(conversation_id, best) else None), {}
     # A hit close to the best in meaning and at least as similar to the question as one
     # about the same thing is about it too ("Nakamura Ramen has become my favourite" beside
     # "My favourite is Bistro Lumière" and, less similar, "Bistro Lumière is still ...").
@@ -169,6 +173,23 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     latest = max([at, *(rivals or same), *updating], key=lambda i: heads[i].seq)
     changes = heads[latest].updates is not None
     return latest, _replaced(heads, related, latest) if rivals or changes else {}
+
+
+def _said_before(conversation_id: str, best: Item) -> bool:
+    """Whether the best hit, found alone, is the newest of several its speaker said about
+    the same thing: an earlier message of theirs is at least ``linked.NEIGHBOUR`` close to
+    it in meaning (the floor left it out, or it ranked too low: "Ludmila took a desk job at
+    the printing works." after "My partner Ludmila drives a delivery van for the
+    brewery.", 0.42). A hit a name reached is not."""
+    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[best.seq])
+    if best.via or best.seq not in unit:
+        return False
+    seqs, similarity = vectors.similarities(
+        conversation_id=conversation_id, query=unit[best.seq], before_seq=best.seq
+    )
+    near = [seq for seq, score in vectors.best(seqs, similarity, 5) if score >= linked.NEIGHBOUR]
+    rows = selectors.messages_at(conversation_id=conversation_id, seqs=near) if near else []
+    return any(row["role"] == best.role for row in rows)
 
 
 def _outdone(hit: Item, updating: list[Item], closeness: Callable) -> bool:

@@ -94,6 +94,26 @@ def test_the_newest_of_several_hits_about_one_thing_is_marked_and_replaces_the_o
     assert context.used <= context.budget
 
 
+def test_a_hit_found_alone_is_marked_most_recent_only_after_an_earlier_message_about_it(owner):  # noqa: F811
+    contents = [f"filler {n} " * 5 for n in range(100)]
+    contents[10], contents[50] = (
+        "Our cleaner Bozena comes on Wednesdays.",
+        "Bozena comes on Thursdays now.",
+    )
+    contents[31] = "Noted: Bozena comes on Mondays."  # the assistant's: not the user's own
+    conversation = conversation_with(owner, contents)
+    vectors.embed_pending(conversation_id=conversation.pk)
+    # The older value was left out (the floor, a low rank): the newer is still the newest of
+    # what the user said about it.
+    newer = hit(51, "user", contents[50], 0.6, days=10)
+    [arranged] = arrange.arrange(conversation.pk, [[newer]], timezone.now(), paired=0)
+    assert (arranged.seq, arranged.mark, arranged.rank) == (51, "most recent", -2)
+    # The first thing the user said about it, found alone, is not marked.
+    older = hit(11, "user", contents[10], 0.6, days=60)
+    [arranged] = arrange.arrange(conversation.pk, [[older]], timezone.now(), paired=0)
+    assert (arranged.seq, arranged.mark) == (11, "")
+
+
 def test_what_a_replaced_hit_named_is_replaced_too_but_a_crowd_far_below_replaces_nothing(owner):  # noqa: F811
     contents = [f"filler {n} " * 5 for n in range(100)]
     contents[2], contents[20] = "I live in Lyon.", "Home for me is Lyon."
