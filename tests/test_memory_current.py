@@ -100,7 +100,8 @@ def test_a_hit_found_alone_is_marked_most_recent_only_after_an_earlier_message_a
         "Our cleaner Bozena comes on Wednesdays.",
         "Bozena comes on Thursdays now.",
     )
-    contents[31] = "Noted: Bozena comes on Mondays."  # the assistant's: not the user's own
+    contents[31] = "Noted: Bozena comes on Mondays."  # the assistant's
+    contents[21], contents[60] = "Your dentist is Dr. Halvorsen.", "My dentist is Dr. Halvorsen."
     conversation = conversation_with(owner, contents)
     vectors.embed_pending(conversation_id=conversation.pk)
     # The older value was left out (the floor, a low rank): the newer is still the newest of
@@ -112,6 +113,10 @@ def test_a_hit_found_alone_is_marked_most_recent_only_after_an_earlier_message_a
     older = hit(11, "user", contents[10], 0.6, days=60)
     [arranged] = arrange.arrange(conversation.pk, [[older]], timezone.now(), paired=0)
     assert (arranged.seq, arranged.mark) == (11, "")
+    # Nor is one whose only earlier message about it is the other speaker's.
+    dentist = hit(61, "user", contents[60], 0.6, days=5)
+    [arranged] = arrange.arrange(conversation.pk, [[dentist]], timezone.now(), paired=0)
+    assert (arranged.seq, arranged.mark) == (61, "")
 
 
 def test_what_a_replaced_hit_named_is_replaced_too_but_a_crowd_far_below_replaces_nothing(owner):  # noqa: F811
