@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+import numpy as np
+
 from conversations import entities, linked, selectors, vectors
 from conversations.clipping import clip
 from conversations.history import Item, ago
@@ -143,7 +145,7 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     related = {i: _relation(best, hit, closeness(hit)) for i, hit in heads.items() if i != at}
     same = [i for i, relation in related.items() if relation]
     if not same:
-        return (at if _said_before(conversation_id, best) else None), {}
+        return (at if _said_before(conversation_id, best, unit.get(best.seq)) else None), {}
     # A hit close to the best in meaning and at least as similar to the question as one
     # about the same thing is about it too ("Nakamura Ramen has become my favourite" beside
     # "My favourite is Bistro Lumière" and, less similar, "Bistro Lumière is still ...").
@@ -175,17 +177,17 @@ def _current(conversation_id: str, groups: list[list[Item]]) -> tuple[int | None
     return latest, _replaced(heads, related, latest) if rivals or changes else {}
 
 
-def _said_before(conversation_id: str, best: Item) -> bool:
+def _said_before(conversation_id: str, best: Item, vector: np.ndarray | None) -> bool:
     """Whether the best hit, found alone, is the newest of several its speaker said about
     the same thing: an earlier message of theirs is at least ``linked.NEIGHBOUR`` close to
     it in meaning (the floor left it out, or it ranked too low: "Ludmila took a desk job at
     the printing works." after "My partner Ludmila drives a delivery van for the
-    brewery.", 0.42). A hit a name reached is not."""
-    unit = vectors.vectors_of(conversation_id=conversation_id, seqs=[best.seq])
-    if best.via or best.seq not in unit:
+    brewery.", 0.42). A hit a name reached is not. ``vector``: the hit's, None when it has
+    none."""
+    if best.via or vector is None:
         return False
     seqs, similarity = vectors.similarities(
-        conversation_id=conversation_id, query=unit[best.seq], before_seq=best.seq
+        conversation_id=conversation_id, query=vector, before_seq=best.seq
     )
     near = [seq for seq, score in vectors.best(seqs, similarity, 5) if score >= linked.NEIGHBOUR]
     rows = selectors.messages_at(conversation_id=conversation_id, seqs=near) if near else []
