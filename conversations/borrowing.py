@@ -10,6 +10,9 @@ finds such replies, whatever the prompt style, by comparing them with the model'
   ("The assistant can use the calculator ..."), which nothing in the conversation says;
 * ``repeat``: the reply is the previous reply again, while the user said something else
   (but "I don't know." again to a question: an honest abstention borrows nothing);
+* ``copied``: to a question, the reply says again most of the words of a message far from
+  it in meaning that names nothing it asks about ("I think it was moved on Monday near the
+  kitchen, ..." to "When is the electrician coming?"; ``conversations.copying``);
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
   or role the system prompt does not ("Hi there! I'm Sarah." to "Hi there! I'm Nadia.",
   "I'm a waiter."), or a first-person sentence of it opens as one of the user's ("I work
@@ -89,6 +92,7 @@ from conversations.asking import (
     wrong_shape,
 )
 from conversations.context import Context, Item
+from conversations.copying import copied_message, repeats_previous
 from conversations.frame import EXAMPLE_LINE, example_facts
 from conversations.outdated import changed_own, changes_of, left_out, outdated
 from conversations.persona import introduced_names, speaks_as_someone
@@ -103,6 +107,7 @@ from conversations.told import (
     user_words,
 )
 from conversations.wording import (
+    COMMON,
     FIRST_PERSON,
     SECOND_PERSON,
     content_words,
@@ -134,6 +139,7 @@ class Borrowed:
         return {
             "example": f"The reply repeats the prompt's example or tool list{said}.",
             "repeat": "The reply repeats the previous reply.",
+            "copied": f"The reply copies a message about something else{said}.",
             "persona": f"The reply speaks as someone other than the assistant{said}.",
             "unsupported": f"The reply names what the user never said{said}.",
             "ungrounded": f"The reply uses nothing of what the conversation said about it{said}.",
@@ -335,20 +341,6 @@ def _unsupported(
     return None
 
 
-def _same(one: str, other: str) -> bool:
-    return words(one) == words(other)
-
-
-def _previous_exchange(context: Context) -> tuple[str, str] | None:
-    """The last reply in the window and the user's message it answered."""
-    recent = context.recent
-    for index in range(len(recent) - 1, 0, -1):
-        if recent[index].role == "assistant":
-            before = recent[index - 1]
-            return (before.content if before.role == "user" else "", recent[index].content)
-    return None
-
-
 def borrowed(
     reply: str,
     context: Context,
@@ -369,13 +361,11 @@ def borrowed(
     copied = sorted((reply_words & example_facts(system_prompt, context.head)) - shown)
     if copied:
         return Borrowed("example", tuple(copied))
-    previous = _previous_exchange(context)
-    if previous is not None:
-        asked, answered = previous
-        again = _same(reply, answered) and not _same(context.message.content, asked)
-        honest = is_question(context.message.content) and _ABSTAINS.search(reply)
-        if again and not honest:
-            return Borrowed("repeat")
+    if repeats_previous(reply, context):
+        return Borrowed("repeat")
+    if source := copied_message(reply, context, unrelated):
+        shared = set(words(reply)) & set(words(source.content)) - COMMON
+        return Borrowed("copied", tuple(sorted(shared)))
     told = [item.content for item in (context.message, *user_items(context))]
     profile_text, question = EXAMPLE_LINE.sub("", system_prompt), is_question(told[0])
     if persona := speaks_as_someone(reply, told, profile_text, question=question):
