@@ -10,9 +10,10 @@ finds such replies, whatever the prompt style, by comparing them with the model'
   ("The assistant can use the calculator ..."), which nothing in the conversation says;
 * ``repeat``: the reply is the previous reply again, while the user said something else
   (but "I don't know." again to a question: an honest abstention borrows nothing);
-* ``copied``: to a question, the reply says again most of the words of a message far from
-  it in meaning that names nothing it asks about ("I think it was moved on Monday near the
-  kitchen, ..." to "When is the electrician coming?"; ``conversations.copying``);
+* ``copied``: to a question, the reply says again most of the words of a message about
+  something else (by closeness in meaning) that names nothing it asks about ("I think it
+  was moved on Monday near the kitchen, ..." to "When is the electrician coming?";
+  ``conversations.copying``);
 * ``persona``: the reply speaks as a person, not as the assistant: it gives itself a name
   or role the system prompt does not ("Hi there! I'm Sarah." to "Hi there! I'm Nadia.",
   "I'm a waiter."), or a first-person sentence of it opens as one of the user's ("I work
@@ -349,13 +350,15 @@ def borrowed(
     relevant: Collection[int] | None = None,
     alike: Alike | None = None,
     unrelated: Collection[int] = (),
+    far: Collection[int] = (),
 ) -> Borrowed | None:
     """Why ``reply`` borrows from the prompt rather than answering (see the module), or
     None when it does not. ``similar``: the seqs of the messages close in meaning to the
     new one (:func:`told_about`); ``relevant``: the user's messages most relevant to it,
     the only ones an ``unfounded`` reply's facts may come from (None: any of theirs);
     ``alike``: whether two words name the same thing (``conversations.alike``);
-    ``unrelated``: the messages far from it in meaning (``outdated.changed_own``)."""
+    ``unrelated``: the messages far from it in meaning (``outdated.changed_own``);
+    ``far``: those about something else (``copying.copied_message``)."""
     shown = said(context)
     reply_words = set(words(reply))
     copied = sorted((reply_words & example_facts(system_prompt, context.head)) - shown)
@@ -363,7 +366,7 @@ def borrowed(
         return Borrowed("example", tuple(copied))
     if repeats_previous(reply, context):
         return Borrowed("repeat")
-    if source := copied_message(reply, context, unrelated):
+    if source := copied_message(reply, context, far):
         shared = set(words(reply)) & set(words(source.content)) - COMMON
         return Borrowed("copied", tuple(sorted(shared)))
     told = [item.content for item in (context.message, *user_items(context))]

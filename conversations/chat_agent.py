@@ -66,7 +66,13 @@ from conversations.alike import embedded_alike
 from conversations.asking import asks_about_the_user, asks_back, is_question
 from conversations.borrowing import borrowed, told_about
 from conversations.chat_turn import ChatTurn
-from conversations.closeness import closeness, relevant_seqs, similar_seqs, unrelated_seqs
+from conversations.closeness import (
+    closeness,
+    far_seqs,
+    relevant_seqs,
+    similar_seqs,
+    unrelated_seqs,
+)
 from conversations.context import Context
 from conversations.events import REPLACED_STEP, REPLY_STEP
 from conversations.frame import EARLIER_HEADER
@@ -171,7 +177,7 @@ def _checked(
     found = borrowed(
         text, context, turn.profile.system_prompt, similar_seqs(scores),
         relevant=relevant_seqs(context, scores), alike=embedded_alike(),
-        unrelated=unrelated_seqs(scores),
+        unrelated=unrelated_seqs(scores), far=far_seqs(scores),
     )  # fmt: skip
     if found is None:
         return (yield from _quoted_if_unknown(turn, context, text, scores))

@@ -49,6 +49,13 @@ def unrelated_seqs(scores: dict[int, float]) -> set[int]:
     return {seq for seq, score in scores.items() if score < UNRELATED_FLOOR}
 
 
+def far_seqs(scores: dict[int, float]) -> set[int]:
+    """The seqs of the messages about something else than the new one (below
+    ``RELEVANT_FLOOR``): what a reply that copies them copies from elsewhere
+    (``copying.copied_message``)."""
+    return {seq for seq, score in scores.items() if score < RELEVANT_FLOOR}
+
+
 def relevant_seqs(context: Context, scores: dict[int, float]) -> set[int] | None:
     """The user's messages most relevant to the new one (``borrowing.borrowed``'s
     ``relevant``): the closest in meaning and those within ``RELEVANT_MARGIN`` of it, at

@@ -51,9 +51,9 @@ def repeats_previous(reply: str, context: Context) -> bool:
     return again and not honest
 
 
-def copied_message(reply: str, context: Context, unrelated: Collection[int]) -> Item | None:
+def copied_message(reply: str, context: Context, far: Collection[int]) -> Item | None:
     """The message of the context that ``reply`` to a question copies (see the module), or
-    None: one far from the question in meaning (its seq in ``unrelated``) and naming none
+    None: one about something else than the question (its seq in ``far``) and naming none
     of its words, that holds at least ``COPIED_SHARE`` of the words of a reply of at least
     ``COPIED_WORDS`` words, which does not say it does not know."""
     said = words(reply)
@@ -64,9 +64,7 @@ def copied_message(reply: str, context: Context, unrelated: Collection[int]) -> 
     asked = content_words(context.message.content)
     for item in (*context.recent, *context.retrieved):
         held = set(words(item.content))
-        if item.seq not in unrelated or any(
-            named(word, content_words(item.content)) for word in asked
-        ):
+        if item.seq not in far or any(named(word, content_words(item.content)) for word in asked):
             continue
         if sum(word in held for word in said) >= COPIED_SHARE * len(said):
             return item

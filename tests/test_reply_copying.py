@@ -23,7 +23,7 @@ COPY = "I think it was moved on Monday near the kitchen, together with the broke
 
 def test_a_long_reply_made_of_a_far_messages_words_copies_it():
     asked = context("When is the electrician coming?", *HISTORY)
-    found = borrowed(COPY, asked, "", unrelated={3})
+    found = borrowed(COPY, asked, "", far={3})
     assert (found.problem, found.words) == (
         "copied",
         ("kitchen", "moved", "near", "think", "together"),
@@ -33,13 +33,13 @@ def test_a_long_reply_made_of_a_far_messages_words_copies_it():
 
 def test_a_message_not_known_to_be_far_from_the_question_is_not_copied():
     asked = context("When is the electrician coming?", *HISTORY)
-    assert copied_message(COPY, asked, unrelated={1, 2, 4}) is None  # no vectors: not known
-    assert copied_message(COPY, asked, unrelated={3}).seq == 3
+    assert copied_message(COPY, asked, far={1, 2, 4}) is None  # no vectors: not known
+    assert copied_message(COPY, asked, far={3}).seq == 3
 
 
 def test_a_message_that_names_what_is_asked_is_not_copied_however_far():
     asked = context("What did Dan say about the lunch?", *HISTORY)
-    assert copied_message(COPY, asked, unrelated={3}) is None
+    assert copied_message(COPY, asked, far={3}) is None
 
 
 @pytest.mark.parametrize(
@@ -52,13 +52,13 @@ def test_a_message_that_names_what_is_asked_is_not_copied_however_far():
 )
 def test_short_abstaining_or_own_worded_replies_copy_nothing(answer):
     asked = context("When is the electrician coming?", *HISTORY)
-    assert copied_message(answer, asked, unrelated={1, 3}) is None
+    assert copied_message(answer, asked, far={1, 3}) is None
 
 
 def test_a_reply_to_a_statement_is_not_judged_a_copy():
     told = context("I had a long day at work.", *HISTORY)
-    assert copied_message(COPY, told, unrelated={1, 3}) is None
-    assert borrowed(COPY, told, "", unrelated={1, 3}).problem == "persona"  # its own check
+    assert copied_message(COPY, told, far={1, 3}) is None
+    assert borrowed(COPY, told, "", far={1, 3}).problem == "persona"  # its own check
 
 
 @pytest.mark.parametrize("style", ["transcript", "chat"])
