@@ -7,8 +7,11 @@ coming?" with nothing about an electrician in its prompt, it answers "I think it
 on Monday near the kitchen, together with the broken teapot.": the shape and most of the
 words of an earlier message about a team lunch. Closeness to the question does not tell
 such a reply from a terse right one (both can be far from the question in meaning), but
-the message it copies does: it is far from the question, and names nothing the question
-asks about.
+the message it copies does: it is about something else than the question, and names
+nothing the question asks about. A long right answer that copies the message holding it
+is refused too when the embedder puts that message far from the question: it is asked
+again, then the user's sentence about what is asked is quoted if there is one
+(``conversations.quoting``).
 """
 
 from collections.abc import Collection
@@ -21,8 +24,9 @@ from conversations.wording import content_words, words
 # A reply copies a message when at least this share of its words are words of that message,
 COPIED_SHARE = 0.6
 # and it has at least this many words: a short answer shares its few words with the
-# message that holds it by right.
-COPIED_WORDS = 8
+# message that holds it by right, even when the embedder puts that message far from the
+# question ("The plumber came round on Monday." to "When was the tradesman here?").
+COPIED_WORDS = 10
 
 
 def _same(one: str, other: str) -> bool:
