@@ -51,7 +51,7 @@ def repeats_previous(reply: str, context: Context) -> bool:
         return False
     asked, answered = previous
     again = _same(reply, answered) and not _same(context.message.content, asked)
-    honest = is_question(context.message.content) and ABSTAINS.search(reply)
+    honest = is_question(context.message.content) and ABSTAINS.search(reply) is not None
     return again and not honest
 
 
@@ -67,9 +67,12 @@ def copied_message(reply: str, context: Context, far: Collection[int]) -> Item |
         return None
     asked = content_words(context.message.content)
     for item in (*context.recent, *context.retrieved):
-        held = set(words(item.content))
-        if item.seq not in far or any(named(word, content_words(item.content)) for word in asked):
+        if item.seq not in far:
             continue
-        if sum(word in held for word in said) >= COPIED_SHARE * len(said):
+        held = content_words(item.content)
+        if any(named(word, held) for word in asked):
+            continue
+        shown = set(words(item.content))
+        if sum(word in shown for word in said) >= COPIED_SHARE * len(said):
             return item
     return None
