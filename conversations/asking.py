@@ -126,6 +126,21 @@ def asks_kind_told(message: str, told: Collection[str]) -> str | None:
     return kind if _about(question, told) else None
 
 
+def fits_kind(text: str, question: str) -> bool:
+    """Whether ``text`` names a fact of the kind ``question`` asks for: a colour, a time
+    (a day, a month, a number or a word of time), or a number, unless ``text`` holds every
+    word of the question ("My PIN hint is pumpkin." to "What is my PIN hint?"); True when
+    it asks for none of them."""
+    if _COLOUR_WORDS & set(words(question)):
+        return bool(COLOURS & set(words(text)))
+    if asks_when(question):
+        return names_a_time(text)
+    if asks_for_a_number(question):
+        held = content_words(text)
+        return names_a_number(text) or all(named(w, held) for w in content_words(question))
+    return True
+
+
 def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | None:
     """Why a reply to a question that asks to be told something back cannot be its answer,
     or None: ``no_colour``, naming no colour to a question for the colour of something the

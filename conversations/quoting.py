@@ -20,6 +20,9 @@ says that it does not know; the quote says only what the user said, and says so.
   names as the user's own ("my grandson": ``told.asked_subject``; "My work is dull." is
   not about "my sister's work"), or, when it names nothing so, a content word of it; or a
   short message among the closest in meaning; never a question;
+* only one that names a fact of the kind the question asks for, if it asks for a colour,
+  a time or a number ("The garden was busy, ..." is no answer to "What colour is our
+  garden shed?": ``asking.fits_kind``);
 * the newest wins: a later message on the same thing is the update ("I swapped lockers,
   mine is 205 now." after "My locker is 112.");
 * a retrieved message of the user's that the prompt marks ``most recent`` (the newest of
@@ -33,7 +36,7 @@ from collections.abc import Collection
 
 from agents.replies import sentences
 from conversations.arrange import LATEST
-from conversations.asking import ABSTAINS, asks_back, is_question
+from conversations.asking import ABSTAINS, asks_back, fits_kind, is_question
 from conversations.borrowing import ABSTENTION_WORDS, told_about
 from conversations.context import Context, Item
 from conversations.models import Role
@@ -82,7 +85,7 @@ def told_sentence(
             and not marked
         ):
             continue
-        for part in _parts(item.content):
+        for part in filter(lambda part: fits_kind(part, question), _parts(item.content)):
             held = content_words(part)
             # What the question names as theirs, or else a word of it, named; or a short
             # message among the closest in meaning ("I'm the banjo player in a bluegrass

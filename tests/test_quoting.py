@@ -165,3 +165,22 @@ def test_a_later_message_far_in_meaning_is_no_update_of_the_closest():
     assert told_sentence(asked, similar={1}, relevant={1}, unrelated={3}) == (
         "Ludmila took a desk job at the printing works."
     )
+
+
+def test_to_a_question_for_a_colour_a_time_or_a_number_only_a_sentence_naming_one_is_quoted():
+    busy = "Thanks! Dan and I fixed the garden fence. The garden was busy, but it worked out."
+    painted = "We painted the garden shed sage green."
+    shed = "What colour is our garden shed?"
+    assert told_sentence(context(shed, busy, "Nice."), similar={1}, relevant={1}) is None
+    asked = context(shed, painted, "Nice.", busy, "Nice.")
+    assert told_sentence(asked, similar={1, 3}, relevant={1, 3}) == painted
+    roofer = "When is the roofer coming?"
+    friend = context(roofer, "The roofer is a friend of Dan's.", "Nice.")
+    assert told_sentence(friend, similar={1}, relevant={1}) is None
+    booked = context(roofer, "The roofer is booked for Thursday.", "Nice.")
+    assert told_sentence(booked, similar={1}, relevant={1}) == "The roofer is booked for Thursday."
+    hens = context("How many hens live in our coop?", "Our hens are called Dot and Peg.", "Ok.")
+    assert told_sentence(hens, similar={1}, relevant={1}) is None
+    # A number question whose answer, as the user told it, is no number.
+    hint = context("What is my PIN hint?", "My PIN hint is pumpkin.", "Noted.")
+    assert told_sentence(hint, similar={1}, relevant={1}) == "My PIN hint is pumpkin."
