@@ -20,6 +20,7 @@ from conversations.wording import (
     asks_for_a_number,
     asks_when,
     content_words,
+    facts,
     names_a_number,
     names_a_time,
     word_set,
@@ -97,6 +98,11 @@ _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|nobody|nowhere)\b|n['\u2019]t\b", re.IGNORECASE
 )
 _WHO = word_set("who who's whom")
+# A reply that promises an answer instead of giving one ("I'll tell you about it.").
+_DEFERS = re.compile(
+    r"\b(?:i['\u2019]?ll|i will|let me)\s+(?:tell|check|find|look|get back|let you know)\b",
+    re.IGNORECASE,
+)
 
 
 def _names(text: str) -> set[str]:
@@ -143,8 +149,10 @@ def fits_kind(text: str, question: str) -> bool:
 
 def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | None:
     """Why a reply to a question that asks to be told something back cannot be its answer,
-    or None: ``no_colour``, naming no colour to a question for the colour of something the
-    user told in one ("It is very dark." after "We painted the fence ochre."); ``persona``,
+    or None: ``deferred``, promising an answer and naming no fact ("I'll tell you about
+    it." to "Which painkiller did the doctor prescribe me?"); ``no_colour``, naming no
+    colour to a question for the colour of something the user told in one ("It is very
+    dark." after "We painted the fence ochre."); ``persona``,
     the assistant naming itself to a question about someone else ("I'm the tuner." to "Who
     tunes the harpsichord?"; "My name is Lukas." to "What is Lukas's surname?");
     ``no_name``, naming no one to a question who, when a message of the user's about it
@@ -158,6 +166,8 @@ def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | N
     asked, answered = set(words(question)), words(reply)
     about = _about(question, told)
     told_colour = any(COLOURS & set(words(text)) for text in about)
+    if _DEFERS.search(reply) and not facts(reply):
+        return "deferred"
     if _COLOUR_WORDS & asked and told_colour and not COLOURS & set(answered):
         return "no_colour"
     itself = answered[:1] == ["i'm"] or answered[:2] in (["i", "am"], ["my", "name"])

@@ -65,9 +65,10 @@ finds such replies, whatever the prompt style, by comparing them with the model'
   question's words names none ("What is my PIN hint?" after "My PIN hint is pumpkin.");
   ``no_time`` likewise to one that asks when ("When is the heating man visiting?"), a
   reply naming no time, day, month or number ("He's coming to the office.");
-* last, to a question that asks something back: ``no_colour``, ``persona`` (the assistant
-  naming itself to "Who ...?"), ``no_name``, ``denied`` ("I don't sing tenor." after "I
-  sing tenor."), see ``asking.wrong_shape``;
+* last, to a question that asks something back: ``deferred`` ("I'll tell you about
+  it."), ``no_colour``, ``persona`` (the assistant naming itself to "Who ...?"),
+  ``no_name``, ``denied`` ("I don't sing tenor." after "I sing tenor."), see
+  ``asking.wrong_shape``;
 * ``abstained``: to a message that tells something of the user's own or greets and asks
   nothing ("I just adopted a kitten."), a short reply that only says it does not know
   ("I don't know."): there was nothing to know.
@@ -154,6 +155,7 @@ class Borrowed:
             "no_colour": "The reply names no colour, to a question that asks for one.",
             "no_name": "The reply names no one, to a question that asks who.",
             "denied": "The reply says something is not so, which the user never said.",
+            "deferred": "The reply promises an answer instead of giving one.",
         }[self.problem]
 
 

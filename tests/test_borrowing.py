@@ -999,3 +999,19 @@ def test_a_reply_with_the_value_of_a_message_retrieval_left_out_as_replaced_is_o
     assert borrowed("It moved from the library to the tea room.", club, "") is None
     club.replaced = [replace(old, replaced_by=42)]  # what replaced it is not in the prompt
     assert borrowed("The library.", club, "") is None
+
+
+def test_a_reply_that_promises_an_answer_instead_of_giving_one_is_deferred():
+    """Seen with Gemma 3 270M, asked again after a copied reply: "I'll tell you about it."."""
+    pills = context("Which painkiller did the doctor prescribe me?", "I slept badly.", "Oh.")
+    for said in ("I'll tell you about it.", "Let me check that for you.", "I will let you know."):
+        found = borrowed(said, pills, "")
+        assert (found.problem, found.describe()) == (
+            "deferred",
+            "The reply promises an answer instead of giving one.",
+        )
+    # Naming a fact, it gives one; saying it does not know is honest; to no question, fine.
+    assert borrowed("I'll tell you: it was Naproxen.", pills, "") is None
+    assert borrowed("I'll tell you when I know, I don't know yet.", pills, "") is None
+    told = context("I'm seeing the doctor tomorrow.", "I slept badly.", "Oh.")
+    assert borrowed("I'll tell you about it later.", told, "") is None
