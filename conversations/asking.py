@@ -152,9 +152,9 @@ def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | N
     or None: ``deferred``, promising an answer and naming no fact ("I'll tell you about
     it." to "Which painkiller did the doctor prescribe me?"); ``no_colour``, naming no
     colour to a question for the colour of something the user told in one ("It is very
-    dark." after "We painted the fence ochre."); ``persona``,
-    the assistant naming itself to a question about someone else ("I'm the tuner." to "Who
-    tunes the harpsichord?"; "My name is Lukas." to "What is Lukas's surname?");
+    dark." after "We painted the fence ochre."); ``persona``, the assistant naming itself
+    to a question about someone else ("I'm the tuner." to "Who tunes the harpsichord?";
+    "My name is Lukas." to "What is Lukas's surname?");
     ``no_name``, naming no one to a question who, when a message of the user's about it
     names someone ("I think you're right." after "Bertrand tunes my harpsichord.");
     ``denied``, saying something is not so when no message of the user's about it
@@ -163,11 +163,11 @@ def wrong_shape(reply: str, message: str, told: Collection[str] = ()) -> str | N
     question = question_part(message)[0]
     if not asks_back(question) or ABSTAINS.search(reply) or DOUBTS.search(reply):
         return None
+    if _DEFERS.search(reply) and not facts(reply):
+        return "deferred"
     asked, answered = set(words(question)), words(reply)
     about = _about(question, told)
     told_colour = any(COLOURS & set(words(text)) for text in about)
-    if _DEFERS.search(reply) and not facts(reply):
-        return "deferred"
     if _COLOUR_WORDS & asked and told_colour and not COLOURS & set(answered):
         return "no_colour"
     itself = answered[:1] == ["i'm"] or answered[:2] in (["i", "am"], ["my", "name"])

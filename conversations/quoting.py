@@ -85,7 +85,9 @@ def told_sentence(
             and not marked
         ):
             continue
-        for part in filter(lambda part: fits_kind(part, question), _parts(item.content)):
+        for part in _parts(item.content):
+            if not fits_kind(part, question):
+                continue
             held = content_words(part)
             # What the question names as theirs, or else a word of it, named; or a short
             # message among the closest in meaning ("I'm the banjo player in a bluegrass
